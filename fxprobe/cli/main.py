@@ -1,0 +1,88 @@
+"""``fxprobe``: the top-level group, global options, and the one map from errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from fxprobe import __version__
+from fxprobe.cli.app import App
+from fxprobe.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
+
+# Each entry: (module, attribute). Commands register here and nowhere else.
+COMMANDS = [
+    ("fxprobe.cli.doctor", "doctor"),
+    ("fxprobe.cli.lab", "lab"),
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fxprobe")
+@click.option("--run-dir", type=click.Path(path_type=Path), default=None,
+              help="Write evidence to this folder instead of runs/<UTC time>-<command>/.")
+@click.option("--runs", "runs_base", type=click.Path(path_type=Path), default=None,
+              envvar="FXPROBE_RUNS", help="Base folder for run directories (default ./runs).")
+@click.option("--json", "json_output", is_flag=True, help="Print the machine-readable result on stdout.")
+@click.option("-v", "--verbose", count=True, help="More detail; -v also shows tracebacks.")
+@click.option("-q", "--quiet", count=True, help="Less output.")
+@click.pass_context
+def cli(ctx: click.Context, run_dir, runs_base, json_output, verbose, quiet):
+    """Characterize an NVMe-oF array for LLM KV cache and judge acceptance gates G1-G4."""
+    app = App(json_output=json_output, verbosity=verbose - quiet, run_dir=run_dir)
+    if runs_base is not None:
+        app.runs_base = runs_base
+    ctx.obj = app
+
+
+def _register() -> None:
+    import importlib
+    for module_name, attribute in COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # not built yet
+            raise
+        cli.add_command(getattr(module, attribute))
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: every error becomes one line and an exit code (0-4)."""
+    args = sys.argv[1:] if argv is None else argv
+    verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in args)
+    try:
+        code = cli.main(args=args, prog_name="fxprobe", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("fxprobe: interrupted", err=True)
+        code = 130
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE if exc.exit_code == 2 else exc.exit_code
+    except FxprobeError as exc:
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"fxprobe: {exc}", err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("fxprobe: interrupted", err=True)
+        code = 130
+    except Exception as exc:  # the last line of defence: still no traceback unless -v
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"fxprobe: internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)", err=True)
+        code = EXIT_ERROR
+    if code is None:
+        code = 0
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    main()
