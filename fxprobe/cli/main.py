@@ -16,6 +16,26 @@ from fxprobe.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
 COMMANDS = [
     ("fxprobe.cli.doctor", "doctor"),
     ("fxprobe.cli.lab", "lab"),
+    ("fxprobe.cli.fabrics", "discover"),
+    ("fxprobe.cli.fabrics", "connect"),
+    ("fxprobe.cli.fabrics", "disconnect"),
+    ("fxprobe.cli.inventory", "inventory"),
+    ("fxprobe.cli.selftest", "selftest"),
+    ("fxprobe.cli.preflight", "preflight"),
+    ("fxprobe.cli.netcheck", "netcheck"),
+    ("fxprobe.cli.line_efficiency", "line_efficiency"),
+    ("fxprobe.cli.profile", "profile"),
+    ("fxprobe.cli.run", "run"),
+    ("fxprobe.cli.run", "sweep"),
+    ("fxprobe.cli.pattern", "pattern"),
+    ("fxprobe.cli.fault", "fault"),
+    ("fxprobe.cli.soak", "soak"),
+    ("fxprobe.cli.gate", "gate"),
+    ("fxprobe.cli.report", "report"),
+    ("fxprobe.cli.claims", "claims"),
+    ("fxprobe.cli.calc", "model_switch"),
+    ("fxprobe.cli.calc", "cost"),
+    ("fxprobe.cli.rehearse", "rehearse"),
 ]
 
 
@@ -46,7 +66,9 @@ def _register() -> None:
             if exc.name == module_name:
                 continue  # not built yet
             raise
-        cli.add_command(getattr(module, attribute))
+        command = getattr(module, attribute, None)
+        if command is not None:
+            cli.add_command(command)
 
 
 _register()
