@@ -1,0 +1,36 @@
+"""Small readers of sysfs/procfs with a redirectable root (tests point it at a captured tree)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(os.environ.get("FXPROBE_SYSROOT", "/"))
+
+
+def path(rel: str, root: Path | None = None) -> Path:
+    return (root or ROOT) / rel.lstrip("/")
+
+
+def read(rel: str, default: str | None = None, root: Path | None = None) -> str | None:
+    """The stripped text of a sysfs/procfs file, or ``default`` when it cannot be read."""
+    try:
+        return path(rel, root).read_text(errors="replace").strip()
+    except OSError:
+        return default
+
+
+def listdir(rel: str, root: Path | None = None) -> list[str]:
+    try:
+        return sorted(os.listdir(path(rel, root)))
+    except OSError:
+        return []
+
+
+def exists(rel: str, root: Path | None = None) -> bool:
+    return path(rel, root).exists()
+
+
+def filesystems(root: Path | None = None) -> set[str]:
+    text = read("/proc/filesystems", "", root) or ""
+    return {line.split()[-1] for line in text.splitlines() if line.strip()}

@@ -1,0 +1,86 @@
+import json
+import sys
+
+import pytest
+
+from fxprobe.errors import NotRunnable, ToolError
+from fxprobe.hosts import SshHost
+from fxprobe.rundir import RunDir
+from fxprobe.runner import Runner
+
+
+@pytest.fixture
+def run(tmp_path):
+    return RunDir.create(tmp_path, "test")
+
+
+def test_run_records_argv_exit_code_output_and_timing(run):
+    result = Runner(run).run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+                             timeout=30, label="py")
+    assert result.returncode == 3 and result.stdout == "out\n" and not result.ok
+    [record] = list(run.commands())
+    assert record["argv"][0] == sys.executable and record["exit_code"] == 3
+    assert record["started"].endswith("Z") and record["ended"] >= record["started"]
+    assert (run.raw / record["stdout"]).read_text() == "out\n"
+    assert (run.raw / record["stderr"]).read_text() == "err\n"
+    assert "PATH" in record["env"]
+
+
+def test_shell_strings_are_refused(run):
+    with pytest.raises(TypeError):
+        Runner(run).run("echo hi", timeout=5)
+
+
+def test_timeout_kills_and_is_recorded(run):
+    result = Runner(run).run(["sleep", "5"], timeout=0.3)
+    assert result.timed_out and result.returncode is None
+    assert list(run.commands())[0]["timed_out"] is True
+    with pytest.raises(ToolError, match="timed out"):
+        result.check()
+
+
+def test_missing_tool_is_not_runnable_with_install_hint(run):
+    with pytest.raises(NotRunnable, match="apt-get install fio"):
+        Runner(run).run(["/nonexistent/fio", "--version"], timeout=5)
+
+
+def test_dry_run_records_without_running(run, tmp_path):
+    marker = tmp_path / "touched"
+    result = Runner(run, dry_run=True).run(["touch", str(marker)], timeout=5)
+    assert result.dry_run and not marker.exists()
+    assert list(run.commands())[0]["dry_run"] is True
+
+
+def test_retries_only_when_asked(run, tmp_path):
+    counter = tmp_path / "n"
+    script = f"import pathlib,sys; p=pathlib.Path({str(counter)!r}); n=int(p.read_text() or 0) if p.exists() else 0; p.write_text(str(n+1)); sys.exit(0 if n >= 2 else 1)"
+    result = Runner(run).run([sys.executable, "-c", script], timeout=10, attempts=5,
+                             retry_if=lambda r: r.returncode == 1, retry_wait=0.01)
+    assert result.ok and counter.read_text() == "3"
+    assert [r["exit_code"] for r in run.commands()] == [1, 1, 0]
+
+
+def test_background_is_recorded_when_stopped(run):
+    job = Runner(run).start(["sleep", "30"], label="server")
+    assert job.alive()
+    job.stop(timeout=5)
+    [record] = list(run.commands())
+    assert record["background"] is True and record["exit_code"] is not None
+
+
+def test_ssh_host_wraps_argv_quoted():
+    host = SshHost("array", "127.0.0.1", port=2222)
+    argv = host.wrap(["echo", "a b", "$HOME"])
+    assert argv[0] == "ssh" and argv[-2] == "--" and argv[-1] == "echo 'a b' '$HOME'"
+    assert "root@127.0.0.1" in argv
+
+
+def test_manifest_hashes_every_file_and_detects_change(run):
+    Runner(run).run(["echo", "hello"], timeout=5)
+    run.write_results({"x": 1})
+    manifest = run.finalize()
+    assert "results.json" in manifest["files"] and "commands.jsonl" in manifest["files"]
+    assert run.verify_manifest() == []
+    path = run.path / "results.json"
+    data = bytearray(path.read_bytes()); data[0] ^= 1; path.write_bytes(bytes(data))
+    assert run.verify_manifest() == ["results.json: changed"]
