@@ -1,0 +1,24 @@
+"""``fxprobe preflight``: write the reproducibility log to environment.json."""
+
+from __future__ import annotations
+
+import click
+
+from fxprobe import preflight as preflight_lib
+from fxprobe.cli.app import App, finish, pass_app
+from fxprobe.verdict import Outcome
+
+
+@click.command()
+@click.option("--iface", "interfaces", multiple=True, help="Data interface to record (repeatable).")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) when a hidden knob can bias results.")
+@pass_app
+def preflight(app: App, interfaces, strict) -> int:
+    """Record kernel, CPU, memory, NICs, RDMA, NVMe, tools, caches, clock and sensors; warn on biasing knobs."""
+    run = app.new_run("preflight")
+    pf = preflight_lib.collect(app.runner(run), list(interfaces) or None)
+    run.write_environment(pf.to_dict())
+    outcome = Outcome.FAIL if strict and pf.warnings else Outcome.PASS
+    summary = {"recorded": sorted(pf.items), "missing": pf.to_dict()["missing"],
+               "warnings": pf.to_dict()["warnings"]}
+    return finish(app, run, "preflight", summary, preflight_lib.lines(pf), outcome)
