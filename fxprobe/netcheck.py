@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import shutil
 from dataclasses import dataclass, asdict, field
 
 from pyroute2 import IPRoute
@@ -153,6 +154,9 @@ def qos_info(runner: Runner, iface: str) -> dict:
         info["roce_ecn"] = {f"{kind}/{prio}": sysfs.read(f"{ecn_dir}/{kind}/enable/{prio}")
                             for kind in sysfs.listdir(ecn_dir)
                             for prio in sysfs.listdir(f"{ecn_dir}/{kind}/enable")}
+    if shutil.which("dcb") is None:
+        info["pfc"] = "not read: the dcb tool (iproute2) is not installed"
+        return info
     result = runner.run(["dcb", "pfc", "show", "dev", iface], timeout=10, label=f"dcb-pfc-{iface}", always=True)
     info["pfc"] = result.stdout.strip() if result.ok else f"not exposed ({(result.stderr.strip().splitlines() or ['dcb failed'])[-1]})"
     return info

@@ -23,7 +23,7 @@ from fxprobe.rundir import RunDir, utc_now, utc_stamp
 # Debian package that provides each wrapped command (for "how to fix" hints).
 PACKAGE_OF = {
     "fio": "fio", "nvme": "nvme-cli", "ib_read_bw": "perftest", "ib_write_bw": "perftest",
-    "iperf3": "iperf3", "ip": "iproute2", "tc": "iproute2", "rdma": "iproute2",
+    "iperf3": "iperf3", "ip": "iproute2", "tc": "iproute2", "rdma": "iproute2", "dcb": "iproute2",
     "mdadm": "mdadm", "blktrace": "blktrace", "blkparse": "blktrace",
     "qemu-system-x86_64": "qemu-system-x86", "ssh": "openssh-client", "sshd": "openssh-server",
     "ssh-keygen": "openssh-client", "busybox": "busybox-static", "cpio": "cpio",
