@@ -1,0 +1,120 @@
+"""Checked access to fields of tool output: every failure is a ParseError naming source and field.
+
+Tools print numbers as numbers or as strings (nvme-cli 2.3 128-bit counters,
+old json-c), JSON after warning lines (fio), and change shapes between
+versions. These helpers turn all of that into plain Python values or raise
+``ParseError(source, field, problem)``; they never raise anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from fxprobe.errors import ParseError
+
+MISSING: Any = object()
+
+_JSON_START = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
+
+
+def load_json(text: str, source: str, *, field: str = "json") -> Any:
+    """Decode the first JSON value that starts a line; text before it (tool warnings) is skipped."""
+    if not isinstance(text, str):
+        raise ParseError(source, field, f"expected text, got {type(text).__name__}")
+    decoder = json.JSONDecoder()
+    first_error = None
+    for match in _JSON_START.finditer(text):
+        start = match.end() - 1
+        try:
+            value, _ = decoder.raw_decode(text, start)
+            return value
+        except (ValueError, RecursionError) as exc:
+            first_error = first_error or exc
+    if first_error is None:
+        raise ParseError(source, field, "no JSON object or array found in the output")
+    raise ParseError(source, field, f"invalid JSON: {str(first_error)[:120]}")
+
+
+def obj(value: Any, source: str, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise ParseError(source, field, f"expected an object, got {_kind(value)}")
+    return value
+
+
+def arr(value: Any, source: str, field: str) -> list:
+    if not isinstance(value, list):
+        raise ParseError(source, field, f"expected an array, got {_kind(value)}")
+    return value
+
+
+def get(mapping: dict, key: str, source: str, field: str, default: Any = MISSING) -> Any:
+    """mapping[key], or default, or a ParseError naming the missing field."""
+    if key in mapping:
+        return mapping[key]
+    if default is MISSING:
+        raise ParseError(source, field, "missing")
+    return default
+
+
+def number(value: Any, source: str, field: str) -> float:
+    """A finite float from a JSON number or a numeric string ("1,234" and "12%" accepted)."""
+    if isinstance(value, bool):
+        raise ParseError(source, field, f"expected a number, got {_kind(value)}")
+    if isinstance(value, (int, float)):
+        result = float(value) if not isinstance(value, int) or abs(value) < 2**1023 else math.inf
+    elif isinstance(value, str):
+        cleaned = value.strip().replace(",", "").rstrip("%").strip()
+        try:
+            result = float(cleaned)
+        except ValueError:
+            raise ParseError(source, field, f"not a number: {value[:40]!r}") from None
+    else:
+        raise ParseError(source, field, f"expected a number, got {_kind(value)}")
+    if not math.isfinite(result):
+        raise ParseError(source, field, f"not a finite number: {str(value)[:40]!r}")
+    return result
+
+
+def integer(value: Any, source: str, field: str) -> int:
+    """An int from a JSON integer, an integral float, or a decimal/hex string (128-bit counters)."""
+    if isinstance(value, bool):
+        raise ParseError(source, field, f"expected an integer, got {_kind(value)}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        cleaned = value.strip().replace(",", "")
+        try:
+            return int(cleaned, 16) if cleaned.lower().startswith("0x") else int(cleaned)
+        except ValueError:
+            pass
+    as_float = number(value, source, field)
+    if as_float != int(as_float):
+        raise ParseError(source, field, f"expected an integer, got {str(value)[:40]!r}")
+    return int(as_float)
+
+
+def text(value: Any, source: str, field: str) -> str:
+    """A string with the padding tools add (serials, models) stripped; numbers are accepted as text."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ParseError(source, field, f"expected text, got {_kind(value)}")
+
+
+def opt(mapping: dict, key: str, convert, source: str, field: str, default: Any = None) -> Any:
+    """convert(mapping[key]) when present and not null, else default."""
+    value = mapping.get(key)
+    if value is None:
+        return default
+    return convert(value, source, field)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "text", bool: "a boolean"}.get(
+        type(value), type(value).__name__)

@@ -1,0 +1,462 @@
+"""fio adapter: JSON / json+ / client-server results, latency bins, and per-second logs.
+
+Formats: axboe/fio HOWTO.rst ("JSON output", "JSON+ output", "Log File Formats"),
+stat.c (percentiles, plat_idx_to_val), client.c (client_stats, "All clients").
+Units as fio prints them: ``bw`` KiB/s, ``bw_bytes`` bytes/s, latencies ns, runtime ms.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fxprobe.errors import ParseError, ToolError
+from fxprobe.hosts import LOCAL, Host
+from fxprobe.runner import Runner
+from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
+
+# -- fio's latency histogram layout (stat.h / stat.c) ------------------------
+PLAT_BITS = 6
+PLAT_VAL = 1 << PLAT_BITS
+PLAT_GROUP_NR = 29
+PLAT_NR = PLAT_GROUP_NR * PLAT_VAL  # 1856 bins
+
+DIRECTIONS = ("read", "write", "trim")
+AGGREGATE_NAME = "All clients"
+
+
+def bin_value_ns(index: int) -> int:
+    """The value fio reports for bin ``index`` (plat_idx_to_val: the middle of the bin, truncated)."""
+    if not 0 <= index < PLAT_NR:
+        raise ValueError(f"fio latency bin index {index} outside 0..{PLAT_NR - 1}")
+    if index < (PLAT_VAL << 1):
+        return index
+    error_bits = (index >> PLAT_BITS) - 1
+    base = 1 << (error_bits + PLAT_BITS)
+    k = index % PLAT_VAL
+    return int(base + (k + 0.5) * (1 << error_bits))
+
+
+def bin_index_ns(value_ns: int) -> int:
+    """The bin a latency sample of ``value_ns`` falls in (plat_val_to_idx)."""
+    value_ns = int(value_ns)
+    if value_ns < 0:
+        raise ValueError("latency cannot be negative")
+    msb = value_ns.bit_length() - 1 if value_ns else 0
+    if msb <= PLAT_BITS:
+        return value_ns
+    error_bits = msb - PLAT_BITS
+    base = (error_bits + 1) << PLAT_BITS
+    offset = (PLAT_VAL - 1) & (value_ns >> error_bits)
+    return min(base + offset, PLAT_NR - 1)
+
+
+def bin_bounds_ns(index: int) -> tuple[int, int]:
+    """[low, high) sample values that land in bin ``index``."""
+    if index < (PLAT_VAL << 1):
+        return index, index + 1
+    error_bits = (index >> PLAT_BITS) - 1
+    low = (1 << (error_bits + PLAT_BITS)) + (index % PLAT_VAL) * (1 << error_bits)
+    return low, low + (1 << error_bits)
+
+
+def merge_bins(*bin_sets: Mapping[int, int]) -> dict[int, int]:
+    """Sum json+ ``clat_ns.bins`` over jobs, repeats and hosts (exact: same bin layout everywhere)."""
+    merged: dict[int, int] = {}
+    for bins in bin_sets:
+        for value, count in bins.items():
+            merged[int(value)] = merged.get(int(value), 0) + int(count)
+    return dict(sorted(merged.items()))
+
+
+def percentile_from_bins(bins: Mapping[int, int], percent: float) -> int | None:
+    """fio's own rule (stat.c calc_clat_percentiles): the first bin whose running sum reaches p % of N."""
+    if not 0 < percent <= 100:
+        raise ValueError(f"percentile {percent} outside (0, 100]")
+    total = sum(bins.values())
+    if total == 0:
+        return None
+    goal = percent / 100.0 * total
+    running = 0
+    for value in sorted(bins):
+        running += bins[value]
+        if running >= goal:
+            return int(value)
+    return int(max(bins))
+
+
+# -- results ------------------------------------------------------------------
+@dataclass(frozen=True)
+class LatencyStats:
+    min_ns: float
+    max_ns: float
+    mean_ns: float
+    stddev_ns: float
+    samples: int
+    percentiles: dict[float, int] = field(default_factory=dict)
+    bins: dict[int, int] = field(default_factory=dict)
+
+    def percentile(self, percent: float) -> int | None:
+        """From bins when json+ gave them (exact), else from fio's printed percentile list."""
+        if self.bins:
+            return percentile_from_bins(self.bins, percent)
+        for key, value in self.percentiles.items():
+            if math.isclose(key, percent):
+                return value
+        return None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["percentiles"] = {f"{k:g}": v for k, v in self.percentiles.items()}
+        data["bins"] = {str(k): v for k, v in self.bins.items()}
+        return data
+
+
+EMPTY_LATENCY = LatencyStats(0.0, 0.0, 0.0, 0.0, 0)
+
+
+@dataclass(frozen=True)
+class DirectionStats:
+    io_bytes: int
+    bw_bytes: float          # bytes/s
+    iops: float
+    runtime_ms: int
+    total_ios: int
+    short_ios: int
+    drop_ios: int
+    slat: LatencyStats
+    clat: LatencyStats
+    lat: LatencyStats
+
+    @property
+    def bw_bits(self) -> float:
+        return self.bw_bytes * 8
+
+    def to_dict(self) -> dict:
+        data = {k: v for k, v in asdict(self).items() if k not in ("slat", "clat", "lat")}
+        data.update(slat=self.slat.to_dict(), clat=self.clat.to_dict(), lat=self.lat.to_dict())
+        return data
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    criterion_spec: str
+    duration_s: float
+    attained: bool
+    criterion: float
+    max_deviation: float
+    slope: float
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FioJob:
+    jobname: str
+    groupid: int
+    error: int
+    directions: dict[str, DirectionStats]
+    usr_cpu: float = 0.0
+    sys_cpu: float = 0.0
+    hostname: str | None = None
+    port: int | None = None
+    steadystate: SteadyState | None = None
+    options: dict = field(default_factory=dict)
+
+    def direction(self, name: str) -> DirectionStats | None:
+        return self.directions.get(name)
+
+    def to_dict(self) -> dict:
+        return {"jobname": self.jobname, "groupid": self.groupid, "error": self.error,
+                "hostname": self.hostname, "port": self.port, "usr_cpu": self.usr_cpu,
+                "sys_cpu": self.sys_cpu, "options": dict(self.options),
+                "steadystate": self.steadystate.to_dict() if self.steadystate else None,
+                "directions": {k: v.to_dict() for k, v in self.directions.items()}}
+
+
+@dataclass(frozen=True)
+class FioResult:
+    source: str
+    version: str
+    timestamp_ms: int | None
+    jobs: tuple[FioJob, ...]             # local runs: ``jobs[]``; client/server: per-host rows
+    aggregate: FioJob | None = None     # the "All clients" row when fio printed it
+    client_server: bool = False
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(j.hostname for j in self.jobs if j.hostname))
+
+    def failed_jobs(self) -> tuple[FioJob, ...]:
+        return tuple(job for job in self.jobs if job.error)
+
+    def merged_bins(self, direction: str = "read", kind: str = "clat") -> dict[int, int]:
+        """Bins of every job and host merged: percentiles over the union of all samples."""
+        return merge_bins(*(getattr(d, kind).bins for j in self.jobs
+                            if (d := j.direction(direction)) is not None))
+
+    def total(self, direction: str, attribute: str) -> float:
+        """Sum of an additive field (bw_bytes, iops, io_bytes, total_ios) over every job and host."""
+        return sum(getattr(d, attribute) for j in self.jobs if (d := j.direction(direction)))
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "version": self.version, "timestamp_ms": self.timestamp_ms,
+                "client_server": self.client_server, "jobs": [j.to_dict() for j in self.jobs],
+                "aggregate": self.aggregate.to_dict() if self.aggregate else None}
+
+
+# -- JSON parsing -----------------------------------------------------------
+def _latency(raw, source: str, where: str) -> LatencyStats:
+    if raw is None:
+        return EMPTY_LATENCY
+    data = obj(raw, source, where)
+    percentiles = {}
+    for key, value in obj(data.get("percentile", {}), source, f"{where}.percentile").items():
+        percentiles[number(key, source, f"{where}.percentile")] = integer(value, source, f"{where}.percentile[{key}]")
+    bins = {}
+    for key, value in obj(data.get("bins", {}), source, f"{where}.bins").items():
+        count = integer(value, source, f"{where}.bins[{key}]")
+        if count < 0:
+            raise ParseError(source, f"{where}.bins[{key}]", "negative count")
+        bins[integer(key, source, f"{where}.bins")] = count
+    return LatencyStats(
+        min_ns=opt(data, "min", number, source, f"{where}.min", 0.0),
+        max_ns=opt(data, "max", number, source, f"{where}.max", 0.0),
+        mean_ns=opt(data, "mean", number, source, f"{where}.mean", 0.0),
+        stddev_ns=opt(data, "stddev", number, source, f"{where}.stddev", 0.0),
+        samples=opt(data, "N", integer, source, f"{where}.N", 0),
+        percentiles=dict(sorted(percentiles.items())), bins=dict(sorted(bins.items())))
+
+
+def _direction(raw, source: str, where: str) -> DirectionStats:
+    data = obj(raw, source, where)
+    if "bw_bytes" in data:
+        bw_bytes = number(data["bw_bytes"], source, f"{where}.bw_bytes")
+    else:  # older fio: only ``bw`` in KiB/s
+        bw_bytes = number(get(data, "bw", source, f"{where}.bw"), source, f"{where}.bw") * 1024
+    io_bytes = opt(data, "io_bytes", integer, source, f"{where}.io_bytes")
+    if io_bytes is None:
+        io_bytes = opt(data, "io_kbytes", integer, source, f"{where}.io_kbytes", 0) * 1024
+    return DirectionStats(
+        io_bytes=io_bytes, bw_bytes=bw_bytes,
+        iops=opt(data, "iops", number, source, f"{where}.iops", 0.0),
+        runtime_ms=opt(data, "runtime", integer, source, f"{where}.runtime", 0),
+        total_ios=opt(data, "total_ios", integer, source, f"{where}.total_ios", 0),
+        short_ios=opt(data, "short_ios", integer, source, f"{where}.short_ios", 0),
+        drop_ios=opt(data, "drop_ios", integer, source, f"{where}.drop_ios", 0),
+        slat=_latency(data.get("slat_ns"), source, f"{where}.slat_ns"),
+        clat=_latency(data.get("clat_ns"), source, f"{where}.clat_ns"),
+        lat=_latency(data.get("lat_ns"), source, f"{where}.lat_ns"))
+
+
+def _steadystate(raw, source: str, where: str) -> SteadyState | None:
+    if raw is None:
+        return None
+    data = obj(raw, source, where)
+    return SteadyState(
+        criterion_spec=opt(data, "ss", text, source, f"{where}.ss", ""),
+        duration_s=opt(data, "duration", number, source, f"{where}.duration", 0.0),
+        attained=bool(opt(data, "attained", integer, source, f"{where}.attained", 0)),
+        criterion=opt(data, "criterion", number, source, f"{where}.criterion", 0.0),
+        max_deviation=opt(data, "max_deviation", number, source, f"{where}.max_deviation", 0.0),
+        slope=opt(data, "slope", number, source, f"{where}.slope", 0.0),
+        data=obj(data.get("data", {}), source, f"{where}.data"))
+
+
+def _job(raw, source: str, where: str) -> FioJob:
+    data = obj(raw, source, where)
+    directions = {name: _direction(data[name], source, f"{where}.{name}")
+                  for name in DIRECTIONS if data.get(name) is not None}
+    return FioJob(
+        jobname=text(get(data, "jobname", source, f"{where}.jobname"), source, f"{where}.jobname"),
+        groupid=opt(data, "groupid", integer, source, f"{where}.groupid", 0),
+        error=opt(data, "error", integer, source, f"{where}.error", 0),
+        directions=directions,
+        usr_cpu=opt(data, "usr_cpu", number, source, f"{where}.usr_cpu", 0.0),
+        sys_cpu=opt(data, "sys_cpu", number, source, f"{where}.sys_cpu", 0.0),
+        hostname=opt(data, "hostname", text, source, f"{where}.hostname"),
+        port=opt(data, "port", integer, source, f"{where}.port"),
+        steadystate=_steadystate(data.get("steadystate"), source, f"{where}.steadystate"),
+        options=obj(data.get("job options", {}), source, f"{where}.job options"))
+
+
+def parse_fio_json(output: str, source: str = "fio") -> FioResult:
+    """Parse fio ``--output-format=json`` or ``json+`` (local or ``--client``); warning lines before the JSON are skipped."""
+    data = obj(load_json(output, source), source, "(top level)")
+    version = opt(data, "fio version", text, source, "fio version", "")
+    timestamp_ms = opt(data, "timestamp_ms", integer, source, "timestamp_ms")
+    if timestamp_ms is None and data.get("timestamp") is not None:
+        timestamp_ms = integer(data["timestamp"], source, "timestamp") * 1000
+    if "client_stats" in data:
+        rows = [_job(row, source, f"client_stats[{i}]")
+                for i, row in enumerate(arr(data["client_stats"], source, "client_stats"))]
+        aggregate = next((r for r in rows if r.jobname == AGGREGATE_NAME), None)
+        jobs = tuple(r for r in rows if r.jobname != AGGREGATE_NAME)
+        return FioResult(source, version, timestamp_ms, jobs, aggregate, client_server=True)
+    raw_jobs = arr(get(data, "jobs", source, "jobs"), source, "jobs")
+    jobs = tuple(_job(row, source, f"jobs[{i}]") for i, row in enumerate(raw_jobs))
+    return FioResult(source, version, timestamp_ms, jobs)
+
+
+# -- logs (pandas: 72 h x 8 hosts of 1 s samples must load in seconds) -------------
+LOG_COLUMNS = {  # extra columns after time_ms, value, ddir, bs (fio iolog.c flush_samples)
+    4: [], 5: ["prio"], 6: ["offset", "prio"], 7: ["offset", "prio", "issue_time_ns"],
+    8: ["offset", "prio", "issue_time_ns", "extra"],
+}
+EPOCH_MS_THRESHOLD = 10**12  # 2001-09-09: smaller values are ms since the job started
+
+
+def _read_csv(log: str | os.PathLike, source: str) -> pd.DataFrame:
+    handle = io.StringIO(log) if isinstance(log, str) else log
+    try:
+        frame = pd.read_csv(handle, header=None, skipinitialspace=True, engine="c",
+                            skip_blank_lines=True)
+    except pd.errors.EmptyDataError:
+        raise ParseError(source, "log", "empty log (no samples)") from None
+    except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
+        raise ParseError(source, "log", f"not a comma-separated fio log: {str(exc).splitlines()[0][:120]}") from None
+    except OSError as exc:
+        raise ParseError(source, "log", f"cannot read: {exc.strerror or exc}") from None
+    return frame
+
+
+def _numeric(frame: pd.DataFrame, source: str, names: Sequence[str]) -> pd.DataFrame:
+    for column in frame.columns:
+        values = frame[column]
+        if not pd.api.types.is_numeric_dtype(values):
+            values = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
+        bad = values.isna() | ~np.isfinite(values.astype(float))
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ParseError(source, str(names[column] if isinstance(column, int) else column),
+                             f"line {row + 1}: not a number: {str(frame[column].iloc[row])[:40]!r}")
+        if (values.abs() >= 2**62).any():
+            raise ParseError(source, str(names[column]), "value out of range")
+        frame[column] = values
+    return frame
+
+
+def parse_fio_log(log: str | os.PathLike, source: str | None = None) -> pd.DataFrame:
+    """Parse a bw/iops/lat/clat/slat log: columns time_ms, value, ddir, bs[, offset, prio, ...].
+
+    ``log`` is the log text (str) or a file (Path). ``frame.attrs["epoch"]`` is True when fio wrote
+    epoch-ms timestamps (log_unix_epoch=1); else time_ms counts from the job start.
+    bw values are KiB/s, latencies ns, iops per second.
+    """
+    source = source or (Path(log).name if not isinstance(log, str) else "fio log")
+    frame = _read_csv(log, source)
+    width = frame.shape[1]
+    if width not in LOG_COLUMNS:
+        raise ParseError(source, "log", f"{width} fields per line; fio logs have 4 to 8")
+    names = ["time_ms", "value", "ddir", "bs"] + LOG_COLUMNS[width]
+    frame = _numeric(frame, source, names)
+    frame.columns = names
+    frame = frame.astype({"time_ms": "int64", "ddir": "int64", "bs": "int64"})
+    frame.attrs["source"] = source
+    frame.attrs["epoch"] = bool(len(frame) and frame["time_ms"].iloc[0] >= EPOCH_MS_THRESHOLD)
+    return frame
+
+
+@dataclass(frozen=True)
+class FioHistLog:
+    """A ``write_hist_log`` file: per window, the latency bins (coarseness folds 2^c fio bins into one)."""
+
+    source: str
+    time_ms: np.ndarray
+    ddir: np.ndarray
+    bs: np.ndarray
+    counts: np.ndarray      # rows x bins
+    coarseness: int
+
+    def bin_values_ns(self) -> list[int]:
+        step = 1 << self.coarseness
+        return [bin_value_ns(i * step) for i in range(self.counts.shape[1])]
+
+    def merged_bins(self, ddir: int | None = None) -> dict[int, int]:
+        rows = self.counts if ddir is None else self.counts[self.ddir == ddir]
+        sums = rows.sum(axis=0)
+        return {v: int(c) for v, c in zip(self.bin_values_ns(), sums) if c}
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "windows": int(len(self.time_ms)), "coarseness": self.coarseness}
+
+
+def parse_fio_hist_log(log: str | os.PathLike, source: str | None = None) -> FioHistLog:
+    """Parse a clat hist log: time_ms, ddir, bs[, prio], then PLAT_NR >> coarseness bin counts."""
+    source = source or (Path(log).name if not isinstance(log, str) else "fio hist log")
+    frame = _read_csv(log, source)
+    sizes = {PLAT_NR >> c: c for c in range(0, 7)}
+    for prefix in (3, 4):
+        if frame.shape[1] - prefix in sizes:
+            break
+    else:
+        raise ParseError(source, "bins", f"{frame.shape[1]} fields per line fit no fio histogram layout")
+    names = ["time_ms", "ddir", "bs", "prio"][:prefix] + [f"bin{i}" for i in range(frame.shape[1] - prefix)]
+    frame = _numeric(frame, source, names)
+    values = frame.to_numpy(dtype=np.float64)
+    counts = values[:, prefix:]
+    if (counts < 0).any():
+        raise ParseError(source, "bins", "negative bin count")
+    return FioHistLog(source, values[:, 0].astype(np.int64), values[:, 1].astype(np.int64),
+                      values[:, 2].astype(np.int64), counts.astype(np.int64),
+                      sizes[frame.shape[1] - prefix])
+
+
+# -- running fio -------------------------------------------------------------
+_VERSION = re.compile(r"fio-(\d+)\.(\d+)")
+
+
+def parse_fio_version(output: str, source: str = "fio --version") -> tuple[int, int]:
+    match = _VERSION.search(output if isinstance(output, str) else "")
+    if not match:
+        raise ParseError(source, "version", f"no 'fio-X.Y' in {output.strip()[:60]!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def probe_fio(runner: Runner, host: Host = LOCAL, minimum: tuple[int, int] = (3, 1)) -> str | None:
+    """None when fio runs here and is new enough for json+ and clat_ns; else the reason."""
+    from fxprobe.errors import NotRunnable
+    try:
+        result = runner.run(["fio", "--version"], timeout=15, host=host, always=True, label="fio-version")
+    except NotRunnable as exc:
+        return str(exc)
+    if not result.ok:
+        return result.failure("fio --version")
+    try:
+        version = parse_fio_version(result.stdout)
+    except ParseError as exc:
+        return str(exc)
+    if version < minimum:
+        return f"fio {version[0]}.{version[1]} is older than {minimum[0]}.{minimum[1]} (no clat_ns/json+)"
+    return None
+
+
+def run_fio(runner: Runner, args: Sequence[str], *, timeout: float, host: Host = LOCAL,
+            output_format: str = "json+", label: str = "fio") -> FioResult:
+    """Run ``fio --output-format=<json|json+> ARGS`` (job options or a job file, or --client=...).
+
+    fio exits non-zero when a job fails but still prints JSON; the result then
+    carries the job ``error`` codes. Without JSON the run is a ToolError.
+    """
+    result = runner.run(["fio", f"--output-format={output_format}", *args], timeout=timeout,
+                        host=host, label=label)
+    if result.dry_run:
+        return FioResult(result.command_line, "", None, ())
+    if result.timed_out:
+        raise ToolError(result.failure("fio"))
+    try:
+        return parse_fio_json(result.stdout, source=result.command_line[:200])
+    except ParseError:
+        if not result.ok:
+            raise ToolError(result.failure("fio")) from None
+        raise
