@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fxprobe.errors import ParseError
-from fxprobe.tools import fio
+from fxprobe import roce
+from fxprobe.tools import fio, perftest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = "fuzzed-input"
@@ -26,6 +27,10 @@ PARSERS = {
     "fio.parse_fio_log": (fio.parse_fio_log, _fixture_texts("fio", "*.log")),
     "fio.parse_fio_hist_log": (fio.parse_fio_hist_log, _fixture_texts("fio", "*hist*.log")),
     "fio.parse_fio_version": (fio.parse_fio_version, ["fio-3.33\n"]),
+    "perftest.parse_perftest_text": (perftest.parse_perftest_text, _fixture_texts("perftest", "*.txt")),
+    "perftest.parse_perftest_json": (perftest.parse_perftest_json, _fixture_texts("perftest", "*.json")),
+    "perftest.parse_perftest_version": (perftest.parse_perftest_version, ["Version: 6.06\n"]),
+    "roce.parse_port_rate": (roce.parse_port_rate, ["100 Gb/sec (4X EDR)\n"]),
 }
 
 
@@ -100,14 +105,23 @@ def test_mutated_real_output(name, data):
     check(parser, text[:at] + insert + text[at + length:])
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if PARSERS[n][1] and PARSERS[n][1][0].lstrip()[:1] in "{["])
+def _strict_json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+JSON_SAMPLES = {name: [s for s in samples if _strict_json(s) is not None]
+                for name, (_, samples) in PARSERS.items()}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if JSON_SAMPLES[n]])
 @FUZZ
 @given(data=st.data())
 def test_json_tree_mutations(name, data):
     """Replace any node of a real JSON output by any JSON value (wrong types, strings, nulls, huge ints)."""
-    parser, samples = PARSERS[name]
-    text = data.draw(st.sampled_from([s for s in samples if s.lstrip()[:1] in "{["]))
-    tree = json.loads(text[text.index(text.lstrip()[0]):])
+    tree = json.loads(data.draw(st.sampled_from(JSON_SAMPLES[name])))
     node = data.draw(st.integers(0, 400))
     mutated = mutate_json(tree, node, data.draw(json_values))
-    check(parser, json.dumps(mutated))
+    check(PARSERS[name][0], json.dumps(mutated))

@@ -1,0 +1,138 @@
+"""perftest adapter: text and JSON reports, exact unit normalization, lab captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from fxprobe import roce
+from fxprobe.errors import ParseError, ToolError
+from fxprobe.runner import Runner
+from fxprobe.tools import perftest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "perftest"
+LAB = Path(__file__).parent / "fixtures" / "lab"
+
+
+def read(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_text_mib_duration_run():
+    result = perftest.parse_perftest_text(read("ib_read_bw-duration-mibs-built.txt"), "mib")
+    info, row = result.info, result.row
+    assert (info.device, info.qps, info.mtu, info.link_type, info.gid_index) == ("mlx5_0", 4, 4096, "Ethernet", 3)
+    assert info.test == "RDMA_Read BW Test" and info.rdma_cm is False and info.outstanding_reads == 16
+    assert row.unit == "MB/sec" and row.bw_peak_printed == 0.0
+    assert row.bw_average_bytes == 9895.27 * 2**20
+    assert row.bw_average_bits == 9895.27 * 2**20 * 8
+
+
+def test_text_gbits_equals_mib_run():
+    mib = perftest.parse_perftest_text(read("ib_read_bw-duration-mibs-built.txt"))
+    gbit = perftest.parse_perftest_text(read("ib_read_bw-duration-gbits-built.txt"))
+    assert gbit.row.unit == "Gb/sec"
+    assert gbit.bw_average_bits == pytest.approx(mib.bw_average_bits, abs=0.005e9)
+
+
+def test_text_all_sizes_with_warning():
+    result = perftest.parse_perftest_text(read("ib_write_bw-all-sizes-rxe-built.txt"))
+    assert len(result.rows) == 23 and result.row.msg_size == 2**23
+    assert result.info.device == "rxe0" and result.info.mtu == 1024
+    assert result.warnings and "inline" in result.warnings[0]
+
+
+def test_no_result_row_is_a_parse_error_naming_the_field():
+    with pytest.raises(ParseError) as info:
+        perftest.parse_perftest_text(read("ib_read_bw-no-result-row-built.txt"), "ib_read_bw 10.0.0.2")
+    assert info.value.field == "result row" and "ib_read_bw 10.0.0.2" in str(info.value)
+    with pytest.raises(ParseError, match="result header"):
+        perftest.parse_perftest_text("Couldn't connect to 10.0.0.2:18515\n", "ib_read_bw")
+
+
+@pytest.mark.parametrize("name", ["ib_read_bw-out_json-built.json", "ib_read_bw-out_json-old-unquoted-built.json"])
+def test_json_new_and_old(name):
+    result = perftest.parse_perftest_json(read(name), name)
+    assert (result.info.device, result.info.qps, result.info.mtu, result.info.gid_index) == ("mlx5_0", 4, 4096, 3)
+    assert result.info.link_type == "Ethernet"
+    assert result.row.bw_average_bytes == 9895.27 * 2**20
+    gbits = perftest.parse_perftest_json(read(name), name, unit="Gb/sec")
+    assert gbits.row.bw_average_bits == 9895.27e9
+
+
+def test_json_without_results():
+    with pytest.raises(ParseError, match="'results'"):
+        perftest.parse_perftest_json('{"test_info": {"Device": "rxe0"}}', "out.json")
+
+
+def render(average: float, unit: str, size: int = 65536) -> str:
+    """A perftest report the way REPORT_FMT prints it (two decimals)."""
+    return ("---------------------------------------------------------------------------------------\n"
+            "                    RDMA_Read BW Test\n"
+            " Mtu             : 4096[B]\n"
+            "---------------------------------------------------------------------------------------\n"
+            f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]\n"
+            + " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n" % (size, 1000, 0.0, average, 0.1))
+
+
+@given(st.floats(min_value=1e3, max_value=50e9, allow_nan=False))
+def test_same_run_in_mib_and_gbits_gives_same_bits(bytes_per_second):
+    """perftest rounds to 2 decimals: the two reports agree within half a unit of each rounding."""
+    mib = perftest.parse_perftest_text(render(bytes_per_second / 2**20, "MB/sec"))
+    gbit = perftest.parse_perftest_text(render(bytes_per_second * 8 / 1e9, "Gb/sec"))
+    tolerance = 0.005 * 2**20 * 8 + 0.005e9
+    assert abs(mib.bw_average_bits - gbit.bw_average_bits) <= tolerance
+    assert abs(mib.bw_average_bits - bytes_per_second * 8) <= 0.005 * 2**20 * 8 * 1.0000001
+
+
+def test_83_gbps_report_against_100_gbe():
+    result = perftest.parse_perftest_text(render(83.00, "Gb/sec"))
+    assert roce.line_efficiency(result.bw_average_bits, 100e9) == pytest.approx(0.83)
+    assert roce.protocol_efficiency(result.bw_average_bits, 100e9, result.info.mtu) == pytest.approx(0.847, abs=5e-4)
+
+
+def test_argv():
+    assert perftest.perftest_argv("ib_read_bw", "10.0.0.2", device="rxe0", gid_index=1, qps=4,
+                                  size=1 << 20, duration=5, report_gbits=True) == [
+        "ib_read_bw", "-F", "-d", "rxe0", "-x", "1", "-s", "1048576", "-q", "4", "-D", "5",
+        "--report_gbits", "10.0.0.2"]
+    assert perftest.perftest_argv("ib_write_bw", port=18600) == ["ib_write_bw", "-F", "-p", "18600"]
+
+
+def test_probes_here():
+    runner = Runner()
+    assert perftest.probe_perftest(runner) is None
+    reason = perftest.probe_rdma_device(runner)
+    if Path("/sys/class/infiniband").is_dir() and any(Path("/sys/class/infiniband").iterdir()):
+        assert reason is None
+    else:
+        assert "no RDMA device" in reason
+
+
+def test_client_without_server_is_a_tool_error():
+    """Real ib_read_bw: with no RDMA device (or no server) it exits non-zero: one ToolError line."""
+    with pytest.raises(ToolError) as info:
+        perftest.run_bw_client(Runner(), "127.0.0.1", timeout=30, port=18599, duration=1)
+    assert "ib_read_bw" in str(info.value)
+
+
+def lab_captures() -> list[Path]:
+    if not LAB.is_dir():
+        return []
+    return sorted(p for p in LAB.rglob("*") if p.is_file()
+                  and any(t in p.name for t in ("ib_read_bw", "ib_write_bw", "perftest"))
+                  and p.suffix not in (".md", ".cmd", ".sh"))
+
+
+@pytest.mark.parametrize("path", lab_captures(), ids=lambda p: p.name)
+def test_lab_fixture(path):
+    """Real outputs captured in the QEMU lab guests (soft-RoCE); parametrized over what is there."""
+    text = path.read_text(errors="replace")
+    if "#bytes" not in text and '"results"' not in text and "results:" not in text:
+        pytest.skip(f"{path.name} has no result block (server side or a failed run)")
+    parse = perftest.parse_perftest_json if text.lstrip().startswith("{") else perftest.parse_perftest_text
+    result = parse(text, path.name)
+    assert result.rows and result.row.bw_average_bytes >= 0
+    assert result.info.mtu in (None, 256, 512, 1024, 2048, 4096)
