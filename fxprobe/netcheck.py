@@ -15,16 +15,11 @@ from pyroute2 import IPRoute
 from fxprobe import sysfs
 from fxprobe.errors import BadInput
 from fxprobe.hosts import LOCAL, Host
+from fxprobe.roce import netdev_mtu_for_roce
 from fxprobe.runner import Runner
 from fxprobe.verdict import Criterion, Outcome, Verdict
 
 IPV4_HEADER_ICMP = 28          # IPv4 20 + ICMP 8: ping -s payload = MTU - 28
-ROCE_EXTRA = 96                # GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4 (kernel iboe_get_mtu)
-
-
-def netdev_mtu_for_roce(roce_mtu: int) -> int:
-    """The netdev MTU needed for an active RoCE MTU (4096 -> 4192)."""
-    return roce_mtu + ROCE_EXTRA
 
 
 @dataclass(frozen=True)
