@@ -1,0 +1,95 @@
+"""``fxprobe gate g1|g2|g3|g4|all``: judge acceptance gates from run directories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fxprobe.cli.app import finish, pass_app
+from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
+from fxprobe.gates.engine import summary_row
+from fxprobe.gates.g3 import evaluate_g3, load_pair
+from fxprobe.verdict import Verdict, combine
+
+_paths = click.Path(path_type=Path)
+evidence_option = click.option("--evidence", "evidence_paths", multiple=True, type=_paths,
+                               help="A run directory to read (repeat for several).")
+config_option = click.option("--config", "config_path", type=_paths, default=None,
+                             help="Thresholds TOML (default ./gates.toml if present, else built-in defaults).")
+
+
+@click.group()
+def gate():
+    """Judge gates G1-G4 from run directories (pass, fail, not run + reason, error)."""
+
+
+def _single(app, name: str, evidence_paths, config_path) -> int:
+    config = load_config(config_path)
+    evidence = Evidence.from_paths(evidence_paths)
+    verdict = GATES[name].evaluate(evidence, config)
+    run = app.new_run(f"gate {name}")
+    return finish(app, run, f"gate {name}", _results(verdict, config, evidence_paths),
+                  verdict_lines(verdict), verdict.outcome)
+
+
+def _results(verdict: Verdict, config, evidence_paths) -> dict:
+    return {"verdict": verdict.to_dict(), "thresholds": config.to_dict(),
+            "evidence": [str(p) for p in evidence_paths]}
+
+
+def _make_single(name: str, title: str):
+    @gate.command(name=name, help=f"{name.upper()} {title}, from --evidence run directories.")
+    @evidence_option
+    @config_option
+    @pass_app
+    def command(app, evidence_paths, config_path):
+        return _single(app, name, evidence_paths, config_path)
+    return command
+
+
+g1 = _make_single("g1", "delivery acceptance")
+g2 = _make_single("g2", "single-node baseline")
+g4 = _make_single("g4", "stability and sign-off")
+
+
+@gate.command(name="g3")
+@click.option("--candidate", "candidates", multiple=True, type=_paths,
+              help="Benchmark file or folder with KV tiering on the array (repeat per concurrency).")
+@click.option("--baseline", "baselines", multiple=True, type=_paths,
+              help="Benchmark file or folder for the local NVMe baseline (repeat per concurrency).")
+@evidence_option
+@config_option
+@pass_app
+def g3(app, candidates, baselines, evidence_paths, config_path):
+    """G3 main joint test: TTFT reduction and throughput gain vs local NVMe, and the multi-node run.
+
+    Accepts vllm bench serve --save-result JSON, LMCache long_doc_qa JSON/CSV and multi_round_qa
+    CSV; pairs candidate and baseline by concurrency; copies them into this run's raw/.
+    """
+    config = load_config(config_path)
+    evidence = Evidence.from_paths(evidence_paths)
+    cand_loaded, base_loaded = load_pair(list(candidates), list(baselines))
+    run = app.new_run("gate g3")
+    verdict, results = evaluate_g3(run, cand_loaded, base_loaded, evidence, config)
+    return finish(app, run, "gate g3", {**_results(verdict, config, evidence_paths), **results},
+                  verdict_lines(verdict), verdict.outcome)
+
+
+@gate.command(name="all")
+@evidence_option
+@config_option
+@pass_app
+def all_gates(app, evidence_paths, config_path):
+    """Every gate from the same evidence; prints a gate table, then each gate's criteria."""
+    config = load_config(config_path)
+    evidence = Evidence.from_paths(evidence_paths)
+    verdicts = [gate_.evaluate(evidence, config) for gate_ in GATES.values()]
+    outcome = combine([v.outcome for v in verdicts])
+    human = ["gate table:"] + ["  " + summary_row(v) for v in verdicts]
+    for verdict in verdicts:
+        human += verdict_lines(verdict)
+    run = app.new_run("gate all")
+    results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),
+               "evidence": [str(p) for p in evidence_paths]}
+    return finish(app, run, "gate all", results, human, outcome)

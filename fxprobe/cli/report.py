@@ -1,0 +1,69 @@
+"""``fxprobe report RUNDIR... --out DIR``, ``report verify DIR``, ``report keygen``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fxprobe.cli.app import finish, pass_app
+from fxprobe.report.build import build_report
+from fxprobe.report.bundle import verify_bundle
+from fxprobe.signing import generate_keypair
+from fxprobe.verdict import Outcome
+
+_paths = click.Path(path_type=Path)
+
+
+class DefaultBuildGroup(click.Group):
+    """``report RUNDIR...`` means ``report build RUNDIR...``; ``verify``/``keygen`` stay subcommands."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["build", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultBuildGroup)
+def report():
+    """Signed evidence reports: build (default), verify, keygen."""
+
+
+@report.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=_paths)
+@click.option("--out", required=True, type=_paths, help="New folder for the report bundle.")
+@click.option("--key", "private_key", type=_paths, default=None, envvar="FXPROBE_SIGNING_KEY",
+              help="Ed25519 private key (PEM) that signs the manifest (env FXPROBE_SIGNING_KEY).")
+@click.option("--title", default="fxprobe acceptance report")
+@pass_app
+def build(app, run_dirs, out, private_key, title):
+    """Markdown + HTML + JUnit XML over RUN_DIRS, with the evidence copied, hashed and signed."""
+    built = build_report(list(run_dirs), out, private_key, title)
+    human = [f"report: {built.folder}/report.html ({built.files} files, "
+             f"{'signed by ' + built.signer if built.signer else 'UNSIGNED: pass --key to sign'})"]
+    human += [f"  {gate:40} {outcome.upper()}" for gate, outcome in built.outcome_rows]
+    run = app.new_run("report")
+    return finish(app, run, "report", {"report": built.to_dict()}, human, Outcome.PASS)
+
+
+@report.command()
+@click.argument("folder", type=_paths)
+@click.option("--public-key", type=_paths, default=None, help="The signer's public key (PEM).")
+@pass_app
+def verify(app, folder, public_key):
+    """Re-hash every file of a report, name any changed one, and check the signature."""
+    result = verify_bundle(folder, public_key)
+    run = app.new_run("report verify")
+    return finish(app, run, "report verify", {"verification": result.to_dict()}, result.lines(),
+                  Outcome.PASS if result.ok else Outcome.FAIL)
+
+
+@report.command()
+@click.option("--private", "private_path", type=_paths, default=Path("fxprobe-signing.pem"), show_default=True)
+@click.option("--public", "public_path", type=_paths, default=Path("fxprobe-signing.pub"), show_default=True)
+@pass_app
+def keygen(app, private_path, public_path):
+    """Make an Ed25519 key pair for signing reports (the private key is written 0600)."""
+    fp = generate_keypair(private_path, public_path)
+    click.echo(f"private key {private_path} (keep it secret), public key {public_path}, fingerprint {fp}")
+    return 0

@@ -1,0 +1,87 @@
+"""The four acceptance gates, declared. This is the contract with the evidence producers.
+
+What each gate reads from a run directory's ``results.json`` (dotted field paths):
+
+G1  runs with ``command`` "selftest" (one per array; every one must pass):
+      ``drives_recognized`` (int)            >= g1.drives_expected (24)
+G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y}}``
+      |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric
+    runs with ``command`` "line-efficiency" (or any holding the field):
+      ``line_efficiency_pct``                >= g2.line_efficiency_min_pct (83)
+G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain per
+      concurrency, re-judged with the current thresholds (see :mod:`fxprobe.gates.g3`)
+    a run holding ``multi_node``: ``read_gbit_s / nic_ceiling_gbit_s x 100``
+      >= g3.nic_ceiling_min_pct, and ``hosts`` >= g3.nodes_sharing
+G4  runs with ``command`` "soak": ``duration_s`` / 3600 >= g4.soak_hours_min,
+      ``interruptions`` (a count or a list) <= g4.interruptions_max
+    runs with ``command`` "fault" and ``fault.kind`` "drive" / "link":
+      ``workload_errors`` (int)              <= g4.fault_visible_errors_max
+"""
+
+from __future__ import annotations
+
+from fxprobe.gates.config import GateConfig
+from fxprobe.gates.engine import Check, Evidence, Gate, Requirement
+from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
+from fxprobe.verdict import Criterion, Outcome
+
+SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
+BASELINE = Requirement("baseline comparison run", "fxprobe run PROFILE (single-node baseline vs reference)",
+                       has_field="baseline_comparison")
+LINE_EFFICIENCY = Requirement("line-efficiency run", "fxprobe line-efficiency",
+                              commands=("line-efficiency", "line_efficiency"), has_field="line_efficiency_pct")
+SOAK = Requirement("soak run", "fxprobe soak PROFILE --duration 72h", commands=("soak",))
+DRIVE_FAULT = Requirement("drive-pull fault run", "fxprobe fault drive-pull", commands=("fault",),
+                          where=(("fault.kind", "drive"),))
+LINK_FAULT = Requirement("link-cut fault run", "fxprobe fault link-cut", commands=("fault",),
+                         where=(("fault.kind", "link"),))
+
+
+def baseline_deviation_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    """G2: every metric of the single-node baseline within +-tolerance of its reference."""
+    tolerance = config.get("g2", "baseline_tolerance_pct")
+    runs = evidence.matching(BASELINE)
+    if not runs:
+        return [Criterion("baseline within reference", Outcome.NOT_RUN, None, tolerance, "<=", "%",
+                          f"no {BASELINE.name} among the evidence; run `{BASELINE.produce}` and pass its "
+                          "run directory with --evidence")]
+    criteria = []
+    for run in runs:
+        table = run.get("baseline_comparison")
+        if not isinstance(table, dict) or not table:
+            criteria.append(Criterion("baseline within reference", Outcome.ERROR, detail=
+                                      "field 'baseline_comparison' is not a non-empty mapping", evidence=run.evidence))
+            continue
+        for metric, entry in table.items():
+            name = f"baseline {metric} deviation"
+            try:
+                measured, reference = float(entry["measured"]), float(entry["reference"])
+            except (KeyError, TypeError, ValueError):
+                criteria.append(Criterion(name, Outcome.ERROR, detail=f"baseline_comparison.{metric} needs "
+                                          "numeric 'measured' and 'reference'", evidence=run.evidence))
+                continue
+            if reference == 0:
+                criteria.append(Criterion(name, Outcome.ERROR, detail="reference is 0", evidence=run.evidence))
+                continue
+            deviation = abs(measured / reference - 1.0) * 100.0
+            criteria.append(Criterion.compare(name, deviation, "<=", tolerance, unit="%",
+                                              detail=f"measured {measured:g} vs reference {reference:g}",
+                                              evidence=run.evidence))
+    return criteria
+
+
+G1 = Gate("g1", "delivery acceptance", checks=(
+    Check("drives recognized", SELFTEST, "drives_recognized", ">=", "drives_expected"),
+))
+G2 = Gate("g2", "single-node baseline", checks=(
+    Check("line efficiency", LINE_EFFICIENCY, "line_efficiency_pct", ">=", "line_efficiency_min_pct", unit="%"),
+), extras=(baseline_deviation_criteria,))
+G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
+G4 = Gate("g4", "stability and sign-off", checks=(
+    Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=1 / 3600),
+    Check("soak interruptions", SOAK, "interruptions", "<=", "interruptions_max", count=True),
+    Check("drive pull visible errors", DRIVE_FAULT, "workload_errors", "<=", "fault_visible_errors_max"),
+    Check("link cut visible errors", LINK_FAULT, "workload_errors", "<=", "fault_visible_errors_max"),
+))
+
+GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}

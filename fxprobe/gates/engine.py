@@ -1,0 +1,218 @@
+"""A small declarative gate engine that reads only run directories.
+
+A gate is a list of :class:`Check` declarations. Each check names the run it needs
+(:class:`Requirement`: which ``results.json`` ``command`` produced it, or which field it
+holds), the dotted field to read from that run's ``results.json``, a comparator and the
+threshold key in :class:`~fxprobe.gates.config.GateConfig`. The engine turns every
+check into a :class:`~fxprobe.verdict.Criterion`:
+
+* no matching run among the evidence -> ``not run``, naming the missing run and the
+  command that makes it;
+* the run exists but did not run (its own outcome ``not run``) -> ``not run`` + its reason;
+* the run lacks the field, or the value is not a number -> ``error``;
+* otherwise ``pass``/``fail`` with measured, threshold, margin and the evidence file.
+
+A check applies to *every* matching run (G1: every array must pass its self-test).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from fxprobe.gates.config import GateConfig
+from fxprobe.rundir import RESULTS, RunDir
+from fxprobe.verdict import Criterion, Outcome, Verdict
+
+MISSING = object()  # lookup() result for a field that is not there
+
+
+def lookup(data: Any, dotted: str, default: Any = MISSING) -> Any:
+    """``lookup({"a": {"b": 1}}, "a.b") == 1``; a missing step returns ``default``."""
+    node = data
+    for part in dotted.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return default
+    return node
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run directory's results.json, as the gates see it."""
+
+    path: Path
+    results: dict
+
+    @property
+    def command(self) -> str:
+        return str(self.results.get("command", ""))
+
+    @property
+    def outcome(self) -> str:
+        return str(self.results.get("outcome", ""))
+
+    @property
+    def evidence(self) -> str:
+        return str(self.path / RESULTS)
+
+    def get(self, dotted: str, default: Any = MISSING) -> Any:
+        return lookup(self.results, dotted, default)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    runs: tuple[RunRecord, ...] = ()
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[Path]) -> "Evidence":
+        runs = []
+        for path in paths:
+            run = RunDir.open(Path(path))
+            runs.append(RunRecord(run.path, run.results()))
+        return cls(tuple(runs))
+
+    def matching(self, requirement: "Requirement") -> list[RunRecord]:
+        return [run for run in self.runs if requirement.matches(run)]
+
+    def names(self) -> list[str]:
+        return [f"{run.path.name} ({run.command or '?'})" for run in self.runs]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """Which run a check reads: by ``results.json`` command, and/or by a field it holds.
+
+    ``where`` narrows further: ``{"fault.kind": "drive"}`` keeps runs whose field equals it.
+    """
+
+    name: str                          # "selftest run" - used in "not run" reasons
+    produce: str                       # how to make it: "fxprobe selftest"
+    commands: tuple[str, ...] = ()
+    has_field: str = ""
+    where: tuple[tuple[str, Any], ...] = ()
+
+    def matches(self, run: RunRecord) -> bool:
+        by_command = bool(self.commands) and any(
+            run.command == c or run.command.startswith(c + " ") for c in self.commands)
+        by_field = bool(self.has_field) and run.get(self.has_field) is not MISSING
+        if not (by_command or by_field):
+            return False
+        return all(run.get(key) == value for key, value in self.where)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A declared criterion: ``measured = field (/ per) * scale`` compared to a threshold.
+
+    ``count`` turns a list into its length (e.g. a list of interruptions).
+    """
+
+    name: str
+    requirement: Requirement
+    field: str
+    comparator: str
+    threshold: str                     # key in the gate's config section
+    unit: str = ""
+    scale: float = 1.0
+    per: str = ""                      # optional denominator field (a ratio)
+    count: bool = False
+
+    def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
+        threshold = config.get(gate, self.threshold)
+        runs = evidence.matching(self.requirement)
+        if not runs:
+            return [Criterion(self.name, Outcome.NOT_RUN, None, threshold, self.comparator, self.unit,
+                              f"no {self.requirement.name} among the evidence; run "
+                              f"`{self.requirement.produce}` and pass its run directory with --evidence")]
+        criteria = []
+        for run in runs:
+            name = self.name if len(runs) == 1 else f"{self.name} [{run.path.name}]"
+            criteria.append(self._one(name, run, threshold))
+        return criteria
+
+    def _value(self, run: RunRecord, dotted: str) -> tuple[float | None, str]:
+        value = run.get(dotted)
+        if value is MISSING or value is None:
+            return None, f"{run.evidence} has no field {dotted!r}"
+        if self.count and isinstance(value, (list, tuple)):
+            return float(len(value)), ""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None, f"{run.evidence}: field {dotted!r} is not a number ({value!r})"
+        return value, ""
+
+    def _one(self, name: str, run: RunRecord, threshold: float) -> Criterion:
+        value, problem = self._value(run, self.field)
+        if value is not None and self.per:
+            denominator, problem = self._value(run, self.per)
+            if denominator is not None:
+                if denominator == 0:
+                    value, problem = None, f"{run.evidence}: field {self.per!r} is 0"
+                else:
+                    value = value / denominator
+            else:
+                value = None
+        if value is None:
+            if run.outcome in (Outcome.NOT_RUN.value, Outcome.ERROR.value):
+                reason = run.results.get("reason") or lookup(run.results, "verdict.reason")
+                reason = reason if isinstance(reason, str) and reason else f"the run's outcome is {run.outcome}"
+                outcome = Outcome.NOT_RUN if run.outcome == Outcome.NOT_RUN.value else Outcome.ERROR
+                return Criterion(name, outcome, None, threshold, self.comparator, self.unit,
+                                 f"{run.path.name}: {reason}", run.evidence)
+            return Criterion(name, Outcome.ERROR, None, threshold, self.comparator, self.unit,
+                             problem, run.evidence)
+        measured = value * self.scale
+        if isinstance(value, int) and self.scale == 1.0 and not self.per:
+            measured = value
+        return Criterion.compare(name, measured, self.comparator, threshold, unit=self.unit,
+                                 evidence=run.evidence)
+
+
+Extra = Callable[[Evidence, GateConfig], list[Criterion]]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A gate: declared checks plus optional evaluators for criteria a Check cannot express."""
+
+    key: str                            # "g1" - also the config section
+    title: str
+    checks: tuple[Check, ...] = ()
+    extras: tuple[Extra, ...] = field(default_factory=tuple)
+
+    def evaluate(self, evidence: Evidence, config: GateConfig) -> Verdict:
+        criteria: list[Criterion] = []
+        for check in self.checks:
+            criteria += check.evaluate(self.key, evidence, config)
+        for extra in self.extras:
+            criteria += extra(evidence, config)
+        missing = sorted({c.detail.split(";")[0] for c in criteria
+                          if c.outcome is Outcome.NOT_RUN and c.detail.startswith("no ")})
+        reason = "; ".join(missing)
+        return Verdict(f"{self.key.upper()} {self.title}", tuple(criteria), reason)
+
+
+# -- presentation -------------------------------------------------------------------------
+def criterion_line(criterion: Criterion) -> str:
+    """Criterion.line() plus the evidence file it was read from."""
+    text = criterion.line()
+    if criterion.evidence:
+        text += f" [evidence: {criterion.evidence}]"
+    return text
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    head = f"{verdict.name}: {verdict.outcome.value.upper()}"
+    if verdict.reason:
+        head += f" - {verdict.reason}"
+    return [head] + ["  " + criterion_line(c) for c in verdict.criteria]
+
+
+def summary_row(verdict: Verdict) -> str:
+    counts = {o: sum(1 for c in verdict.criteria if c.outcome is o) for o in Outcome}
+    parts = ", ".join(f"{n} {o.value}" for o, n in counts.items() if n)
+    return f"{verdict.name:40} {verdict.outcome.value.upper():8} {parts or 'no criteria'}"

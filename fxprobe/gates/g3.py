@@ -1,0 +1,266 @@
+"""G3 main joint test: KV tiering (candidate) vs one local NVMe drive (baseline).
+
+Per concurrency level, from two benchmark results:
+
+* TTFT reduction  = (baseline TTFT - candidate TTFT) / baseline TTFT x 100, at p50 and at
+  p90/p99 when both files have them (a long_doc_qa summary has only the mean; it is
+  labelled "mean" and never passed off as p50); pass if >= ``g3.ttft_reduction_min_pct``.
+* Throughput gain = (candidate / baseline - 1) x 100, same unit on both sides; pass if
+  inside [``g3.throughput_gain_min_pct``, ``g3.throughput_gain_max_pct``] (two criteria,
+  each with its own margin; +28.9 % fails a band starting at 29 %).
+
+Candidates and baselines are paired by concurrency (vllm ``max_concurrency``); results
+without a concurrency pair up only one to one. A candidate without a baseline (or the
+reverse) gives a "not run" criterion naming the missing file.
+
+The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) is a
+declared :class:`~fxprobe.gates.engine.Check` on a run whose results.json holds
+``multi_node.read_gbit_s``, ``multi_node.nic_ceiling_gbit_s`` and ``multi_node.hosts``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from fxprobe.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
+from fxprobe.errors import BadInput
+from fxprobe.gates.config import GateConfig
+from fxprobe.gates.engine import Check, Evidence, Requirement
+from fxprobe.rundir import RunDir
+from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
+
+TTFT_KEYS = ("p50", "p90", "p99")
+
+MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --hosts 8 (multi-node)",
+                         has_field="multi_node.read_gbit_s")
+MULTI_NODE_CHECKS = (
+    Check("multi-node read-back vs NIC ceiling", MULTI_NODE, "multi_node.read_gbit_s", ">=",
+          "nic_ceiling_min_pct", unit="%", scale=100.0, per="multi_node.nic_ceiling_gbit_s"),
+    Check("nodes sharing one array", MULTI_NODE, "multi_node.hosts", ">=", "nodes_sharing"),
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One metric of a candidate against its baseline."""
+
+    label: str            # "c8" or the file stem
+    metric: str           # "TTFT p50", "throughput"
+    kind: str             # "ttft" or "throughput"
+    candidate: float
+    baseline: float
+    unit: str
+    candidate_file: str
+    baseline_file: str
+
+    @property
+    def change_pct(self) -> float:
+        if self.kind == "ttft":
+            return (self.baseline - self.candidate) / self.baseline * 100.0
+        return (self.candidate / self.baseline - 1.0) * 100.0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "change_pct": self.change_pct}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Comparison":
+        fields = ("label", "metric", "kind", "candidate", "baseline", "unit", "candidate_file", "baseline_file")
+        return cls(**{key: data[key] for key in fields})
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    label: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _label(result: BenchmarkResult) -> str:
+    return f"c{result.concurrency}" if result.concurrency is not None else Path(result.source).stem
+
+
+def pair_results(candidates: list[BenchmarkResult], baselines: list[BenchmarkResult]
+                 ) -> tuple[list[tuple[BenchmarkResult, BenchmarkResult]], list[Unpaired]]:
+    """Pair by concurrency; results without one pair only when there is exactly one of each."""
+    pairs, unpaired = [], []
+    by_level = {b.concurrency: b for b in baselines if b.concurrency is not None}
+    loose_c = [c for c in candidates if c.concurrency is None]
+    loose_b = [b for b in baselines if b.concurrency is None]
+    used = set()
+    for cand in candidates:
+        if cand.concurrency is None:
+            continue
+        base = by_level.get(cand.concurrency)
+        if base is None and len(loose_b) == 1 and len(candidates) == 1:
+            base = loose_b.pop()
+        if base is None:
+            unpaired.append(Unpaired(_label(cand), f"no baseline at concurrency {cand.concurrency} "
+                                     f"for {cand.source}"))
+            continue
+        used.add(id(base))
+        pairs.append((cand, base))
+    for base in baselines:
+        if base.concurrency is not None and id(base) not in used and not any(
+                c.concurrency == base.concurrency for c in candidates):
+            if loose_c and len(loose_c) == 1 and len(baselines) == 1:
+                pairs.append((loose_c.pop(), base))
+                continue
+            unpaired.append(Unpaired(_label(base), f"no candidate at concurrency {base.concurrency} "
+                                     f"for {base.source}"))
+    if loose_c or loose_b:
+        if len(loose_c) == 1 and len(loose_b) == 1:
+            pairs.append((loose_c[0], loose_b[0]))
+        else:
+            for result in loose_c + loose_b:
+                unpaired.append(Unpaired(_label(result), f"{result.source} has no concurrency level and "
+                                         "cannot be paired (give exactly one candidate and one baseline)"))
+    return pairs, unpaired
+
+
+def compare(candidate: BenchmarkResult, baseline: BenchmarkResult) -> tuple[list[Comparison], list[Unpaired]]:
+    label = _label(candidate)
+    out: list[Comparison] = []
+    missing: list[Unpaired] = []
+    keys = [k for k in TTFT_KEYS if k in candidate.ttft_s and k in baseline.ttft_s]
+    if not keys and "mean" in candidate.ttft_s and "mean" in baseline.ttft_s:
+        keys = ["mean"]
+    if not keys:
+        missing.append(Unpaired(label, f"no TTFT statistic present in both {candidate.source} "
+                                f"({', '.join(candidate.ttft_s) or 'none'}) and {baseline.source} "
+                                f"({', '.join(baseline.ttft_s) or 'none'})"))
+    for key in keys:
+        if baseline.ttft_s[key] <= 0:
+            missing.append(Unpaired(label, f"{baseline.source}: TTFT {key} is {baseline.ttft_s[key]}"))
+            continue
+        out.append(Comparison(label, f"TTFT {key}", "ttft", candidate.ttft_s[key], baseline.ttft_s[key],
+                              "s", candidate.source, baseline.source))
+    if candidate.throughput is None or baseline.throughput is None:
+        which = candidate.source if candidate.throughput is None else baseline.source
+        missing.append(Unpaired(label, f"{which} has no throughput figure"))
+    elif candidate.throughput_unit != baseline.throughput_unit:
+        missing.append(Unpaired(label, f"throughput units differ: {candidate.throughput_unit} in "
+                                f"{candidate.source} vs {baseline.throughput_unit} in {baseline.source}"))
+    elif baseline.throughput <= 0:
+        missing.append(Unpaired(label, f"{baseline.source}: throughput is {baseline.throughput}"))
+    else:
+        out.append(Comparison(label, "throughput", "throughput", candidate.throughput, baseline.throughput,
+                              candidate.throughput_unit, candidate.source, baseline.source))
+    return out, missing
+
+
+def comparisons_for(candidates: list[BenchmarkResult], baselines: list[BenchmarkResult]
+                    ) -> tuple[list[Comparison], list[Unpaired]]:
+    pairs, unpaired = pair_results(candidates, baselines)
+    comparisons: list[Comparison] = []
+    for cand, base in sorted(pairs, key=lambda p: (p[0].concurrency is None, p[0].concurrency or 0)):
+        found, missing = compare(cand, base)
+        comparisons += found
+        unpaired += missing
+    return comparisons, unpaired
+
+
+def _detail(c: Comparison) -> str:
+    return (f"candidate {format_number(c.candidate, c.unit)} vs baseline "
+            f"{format_number(c.baseline, c.unit)}")
+
+
+def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config: GateConfig
+                 ) -> list[Criterion]:
+    ttft_min = config.get("g3", "ttft_reduction_min_pct")
+    low = config.get("g3", "throughput_gain_min_pct")
+    high = config.get("g3", "throughput_gain_max_pct")
+    criteria = []
+    for c in comparisons:
+        evidence = f"{c.candidate_file} vs {c.baseline_file}"
+        if c.kind == "ttft":
+            criteria.append(Criterion.compare(f"{c.label} {c.metric} reduction", c.change_pct, ">=", ttft_min,
+                                              unit="%", detail=_detail(c), evidence=evidence))
+        else:
+            criteria.append(Criterion.compare(f"{c.label} throughput gain (band low)", c.change_pct, ">=", low,
+                                              unit="%", detail=_detail(c), evidence=evidence))
+            criteria.append(Criterion.compare(f"{c.label} throughput gain (band high)", c.change_pct, "<=", high,
+                                              unit="%", detail=_detail(c), evidence=evidence))
+    for item in unpaired:
+        criteria.append(Criterion(f"{item.label} comparison", Outcome.NOT_RUN, detail=item.reason))
+    return criteria
+
+
+def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    """Benchmark criteria re-derived from ``gate g3`` runs among the evidence (current thresholds)."""
+    runs = [run for run in evidence.runs if isinstance(run.get("g3.comparisons"), list)]
+    if not runs:
+        return [Criterion("TTFT reduction and throughput gain", Outcome.NOT_RUN,
+                          detail="no G3 benchmark comparison among the evidence; run `fxprobe gate g3 "
+                                 "--candidate FILE --baseline FILE` and pass its run directory with --evidence")]
+    criteria = []
+    for run in runs:
+        try:
+            comparisons = [Comparison.from_dict(d) for d in run.get("g3.comparisons")]
+            unpaired = [Unpaired(**d) for d in run.get("g3.unpaired", []) or []]
+        except (KeyError, TypeError) as exc:
+            criteria.append(Criterion("G3 benchmark comparison", Outcome.ERROR, detail=
+                                      f"g3.comparisons is malformed ({exc})", evidence=run.evidence))
+            continue
+        comparisons = [replace(c, candidate_file=str(run.path / c.candidate_file),
+                               baseline_file=str(run.path / c.baseline_file)) for c in comparisons]
+        criteria += criteria_for(comparisons, unpaired, config)
+    return criteria
+
+
+def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:
+    """Every benchmark file behind the given files/run directories, parsed (BadInput names the file)."""
+    loaded = []
+    for path in paths:
+        for file in benchmark_files(path):
+            loaded.append((file, load_benchmark(file)))
+    return loaded
+
+
+def keep_copies(run: RunDir, role: str, loaded: list[tuple[Path, BenchmarkResult]]) -> list[BenchmarkResult]:
+    """Copy each file into ``raw/<role>/`` of the gate's run; sources become run-relative paths."""
+    folder = run.raw / role
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for index, (path, result) in enumerate(loaded, start=1):
+        target = folder / path.name
+        if target.exists():
+            target = folder / f"{index:02d}-{path.name}"
+        shutil.copyfile(path, target)
+        kept.append(replace(result, source=target.relative_to(run.path).as_posix()))
+    return kept
+
+
+def load_pair(candidates: list[Path], baselines: list[Path]
+              ) -> tuple[list[tuple[Path, BenchmarkResult]], list[tuple[Path, BenchmarkResult]]]:
+    """Parse both sides before anything is written: bad input stops here with one line."""
+    if bool(candidates) != bool(baselines):
+        missing = "--baseline" if candidates else "--candidate"
+        raise BadInput(f"gate g3: {missing} is missing", hint="give both --candidate and --baseline")
+    return load_side(candidates), load_side(baselines)
+
+
+def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
+                base_loaded: list[tuple[Path, BenchmarkResult]], evidence: Evidence,
+                config: GateConfig) -> tuple[Verdict, dict]:
+    """``gate g3``: compare benchmark files (copied into ``run``) plus any G3 evidence runs."""
+    cand = keep_copies(run, "candidate", cand_loaded)
+    base = keep_copies(run, "baseline", base_loaded)
+    comparisons, unpaired = comparisons_for(cand, base)
+    criteria: list[Criterion] = []
+    if cand_loaded:
+        criteria += criteria_for(comparisons, unpaired, config)
+    else:
+        criteria += g3_benchmark_criteria(evidence, config)
+    for check in MULTI_NODE_CHECKS:
+        criteria += check.evaluate("g3", evidence, config)
+    reason = "; ".join(sorted({c.detail.split(";")[0] for c in criteria
+                               if c.outcome is Outcome.NOT_RUN and c.detail.startswith("no ")}))
+    verdict = Verdict("G3 main joint test", tuple(criteria), reason)
+    results = {"g3": {"candidates": [r.to_dict() for r in cand], "baselines": [r.to_dict() for r in base],
+                      "comparisons": [c.to_dict() for c in comparisons],
+                      "unpaired": [u.to_dict() for u in unpaired]}}
+    return verdict, results

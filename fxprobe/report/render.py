@@ -1,0 +1,126 @@
+"""Markdown, self-contained HTML (PNG plots inlined as data: URIs) and JUnit XML of the criteria."""
+
+from __future__ import annotations
+
+import base64
+import html
+from xml.etree import ElementTree
+
+from fxprobe.report.collect import RunView
+from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
+
+
+def _cells(c: Criterion) -> list[str]:
+    threshold = f"{c.comparator} {format_number(c.threshold, c.unit)}" if c.comparator else ""
+    margin = format_number(c.margin, c.unit) if c.margin is not None else ""
+    return [c.outcome.value.upper(), c.name, format_number(c.measured, c.unit), threshold, margin,
+            c.detail, c.evidence]
+
+
+HEADER = ["outcome", "criterion", "measured", "threshold", "margin", "detail", "evidence"]
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
+
+
+def gate_table(verdicts: list[Verdict]) -> list[list[str]]:
+    rows = []
+    for v in verdicts:
+        counts = {o: sum(1 for c in v.criteria if c.outcome is o) for o in Outcome}
+        rows.append([v.name, v.outcome.value.upper(), ", ".join(f"{n} {o.value}" for o, n in counts.items() if n),
+                     v.reason])
+    return rows
+
+
+def markdown(title: str, runs: list[RunView], plots: dict[str, bytes], created: str) -> str:
+    verdicts = [v for run in runs for v in run.verdicts]
+    lines = [f"# {title}", "", f"Created {created}. Evidence: `evidence/` (hashes in `manifest.json`).", ""]
+    if verdicts:
+        lines += ["## Gate table", "", _md_row(["gate", "outcome", "criteria", "reason"]), _md_row(["---"] * 4)]
+        lines += [_md_row(row) for row in gate_table(verdicts)] + [""]
+    for name in plots:
+        lines += [f"![{name}](plots/{name}.png)", ""]
+    for run in runs:
+        lines += [f"## Run `{run.name}`", "", f"command `{run.command}`, outcome **{run.outcome}**, "
+                  f"finished {run.results.get('finished', '?')}", ""]
+        for v in run.verdicts:
+            lines += [f"### {v.name}: {v.outcome.value.upper()}" + (f" - {v.reason}" if v.reason else ""), "",
+                      _md_row(HEADER), _md_row(["---"] * len(HEADER))]
+            lines += [_md_row(_cells(c)) for c in v.criteria] + [""]
+        claims = run.results.get("claims")
+        if isinstance(claims, list) and claims:
+            lines += ["### Claims", "", _md_row(["outcome", "claim", "recomputed", "difference"]), _md_row(["---"] * 4)]
+            for c in claims:
+                values = ", ".join(f"{r['label']}: {format_number(r['value'], c.get('unit', ''))}"
+                                   for r in c.get("recomputed", []))
+                lines.append(_md_row([c.get("outcome", "").upper(), f"{c.get('id')}: {c.get('text')}", values,
+                                      c.get("difference", "") or c.get("note", "")]))
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = ""
+    for row in rows:
+        cls = str(row[0]).lower().replace(" ", "-") if row else ""
+        body += f"<tr class='{html.escape(cls)}'>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>"
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+STYLE = """body{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}
+tr.pass td:first-child{color:#2e7d32}tr.fail td:first-child{color:#c62828;font-weight:bold}
+tr.not-run td:first-child{color:#757575}tr.error td:first-child{color:#6a1b9a;font-weight:bold}
+tr.does-not-hold td:first-child{color:#c62828;font-weight:bold}img{max-width:100%}"""
+
+
+def html_page(title: str, runs: list[RunView], plots: dict[str, bytes], created: str) -> str:
+    verdicts = [v for run in runs for v in run.verdicts]
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+             f"<p>Created {html.escape(created)}. Evidence in <code>evidence/</code>, hashes in "
+             "<code>manifest.json</code>, signature in <code>manifest.sig</code>.</p>"]
+    if verdicts:
+        rows = [[r[1], r[0], r[2], r[3]] for r in gate_table(verdicts)]
+        parts += ["<h2>Gate table</h2>", _html_table(["outcome", "gate", "criteria", "reason"], rows)]
+    for name, png in plots.items():
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>"
+                     f"<figcaption>{html.escape(name)}</figcaption></figure>")
+    for run in runs:
+        parts.append(f"<h2>Run {html.escape(run.name)}</h2><p>command <code>{html.escape(run.command)}</code>, "
+                     f"outcome <b>{html.escape(run.outcome)}</b></p>")
+        for v in run.verdicts:
+            parts.append(f"<h3>{html.escape(v.name)}: {v.outcome.value.upper()}</h3>")
+            if v.reason:
+                parts.append(f"<p>{html.escape(v.reason)}</p>")
+            parts.append(_html_table(HEADER, [_cells(c) for c in v.criteria]))
+        claims = run.results.get("claims")
+        if isinstance(claims, list) and claims:
+            rows = [[c.get("outcome", "").upper(), f"{c.get('id')}: {c.get('text')}",
+                     c.get("difference", "") or c.get("note", "")] for c in claims]
+            parts += ["<h3>Claims</h3>", _html_table(["outcome", "claim", "difference"], rows)]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def junit_xml(runs: list[RunView]) -> str:
+    """One <testsuite> per verdict, one <testcase> per criterion (fail/error/skipped = not run)."""
+    root = ElementTree.Element("testsuites", name="fxprobe")
+    for run in runs:
+        for v in run.verdicts:
+            counts = {o: sum(1 for c in v.criteria if c.outcome is o) for o in Outcome}
+            suite = ElementTree.SubElement(root, "testsuite", name=v.name, tests=str(len(v.criteria)),
+                                           failures=str(counts[Outcome.FAIL]), errors=str(counts[Outcome.ERROR]),
+                                           skipped=str(counts[Outcome.NOT_RUN]))
+            for c in v.criteria:
+                case = ElementTree.SubElement(suite, "testcase", classname=f"{run.name}.{v.name}", name=c.name)
+                tag = {Outcome.FAIL: "failure", Outcome.ERROR: "error", Outcome.NOT_RUN: "skipped"}.get(c.outcome)
+                if tag:
+                    ElementTree.SubElement(case, tag, message=c.line())
+                out = ElementTree.SubElement(case, "system-out")
+                out.text = c.line() + (f"\nevidence: {c.evidence}" if c.evidence else "")
+    ElementTree.indent(root)
+    return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,125 @@
+"""G3 from the R2 reference table, and bad benchmark input."""
+
+from __future__ import annotations
+
+import pytest
+
+from fxprobe.benchmarks import load_benchmark
+from fxprobe.gates.config import GateConfig, parse_config
+from fxprobe.gates.g3 import comparisons_for, criteria_for
+from fxprobe.verdict import Outcome, combine, format_number
+from gate_helpers import BENCH, fxprobe, g3_args, r2, results_of, runs_of
+
+EXPECTED_TTFT = {"c8": "26.0 %", "c16": "31.5 %", "c32": "26.3 %"}
+EXPECTED_GAIN = {"c8": "28.9 %", "c16": "39.7 %", "c32": "32.8 %"}
+
+
+def r2_comparisons():
+    cand = [load_benchmark(p) for p in r2("array")]
+    base = [load_benchmark(p) for p in r2("local-nvme")]
+    return comparisons_for(cand, base)
+
+
+def test_r2_figures_give_the_reference_reductions_and_gains():
+    comparisons, unpaired = r2_comparisons()
+    assert unpaired == []
+    ttft = {c.label: format_number(c.change_pct, "%") for c in comparisons if c.kind == "ttft"}
+    gain = {c.label: format_number(c.change_pct, "%") for c in comparisons if c.kind == "throughput"}
+    print("\nR2 TTFT p50 reduction:", ttft, "\nR2 throughput gain:", gain)
+    assert ttft == EXPECTED_TTFT
+    assert gain == EXPECTED_GAIN
+
+
+def test_r2_verdicts_follow_the_band_and_28_9_is_not_29():
+    comparisons, unpaired = r2_comparisons()
+    criteria = criteria_for(comparisons, unpaired, GateConfig())
+    outcomes = {c.name: c.outcome for c in criteria}
+    assert outcomes["c8 throughput gain (band low)"] is Outcome.FAIL
+    low = next(c for c in criteria if c.name == "c8 throughput gain (band low)")
+    assert "28.9 %" in low.line() and "need >= 29.0 %" in low.line() and "margin -0.1 %" in low.line()
+    failing = [name for name, outcome in outcomes.items() if outcome is not Outcome.PASS]
+    assert failing == ["c8 throughput gain (band low)"]
+    assert combine([c.outcome for c in criteria]) is Outcome.FAIL
+
+
+def test_a_wider_band_from_config_passes_c8():
+    config = parse_config("[g3]\nthroughput_gain_min_pct = 28.5\n", "test.toml")
+    comparisons, unpaired = r2_comparisons()
+    assert all(c.outcome is Outcome.PASS for c in criteria_for(comparisons, unpaired, config))
+
+
+def test_gate_g3_cli_prints_each_criterion_and_keeps_copies(tmp_path, capsys):
+    code = fxprobe(tmp_path, *g3_args())
+    out = capsys.readouterr().out
+    assert code == 1                                    # c8 fails the band
+    line = next(l for l in out.splitlines() if "c8 throughput gain (band low)" in l)
+    assert line.strip().startswith("FAIL")
+    for part in ("28.9 %", "need >= 29.0 %", "margin -0.1 %", "evidence: raw/candidate/r2-array-c8.json"):
+        assert part in line
+    for label, value in EXPECTED_TTFT.items():
+        assert f"{label} TTFT p50 reduction: {value}" in out
+    assert "NOT RUN multi-node read-back vs NIC ceiling" in out
+    (run,) = runs_of(tmp_path, "gate g3")
+    assert sorted(p.name for p in (run / "raw" / "candidate").iterdir()) == sorted(
+        f"r2-array-c{c}.json" for c in (8, 16, 32))
+    assert (run / "raw" / "baseline" / "r2-local-nvme-c8.json").read_bytes() == \
+        (BENCH / "r2-local-nvme-c8.json").read_bytes()
+    results = results_of(run)
+    assert results["outcome"] == "fail"
+    assert len(results["g3"]["comparisons"]) == 6
+    assert (run / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("name, words", [
+    ("foreign.json", ["foreign.json", "'median_ttft_ms'", "not a known benchmark result"]),
+    ("truncated.json", ["truncated.json", "not valid JSON", "truncated?"]),
+])
+def test_foreign_or_truncated_benchmark_is_one_clear_line(tmp_path, capsys, name, words):
+    code = fxprobe(tmp_path, "gate", "g3", "--candidate", str(BENCH / name),
+                   "--baseline", str(BENCH / "r2-local-nvme-c8.json"))
+    captured = capsys.readouterr()
+    assert code == 2
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err
+    for word in words:
+        assert word in lines[0]
+    assert runs_of(tmp_path, "gate g3") == []           # nothing written for bad input
+
+
+def test_candidate_without_baseline_at_that_level_is_not_run(tmp_path, capsys):
+    code = fxprobe(tmp_path, "gate", "g3", "--candidate", r2("array")[0], "--candidate", r2("array")[1],
+                   "--baseline", r2("local-nvme")[0])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "NOT RUN c16 comparison" in out and "no baseline at concurrency 16" in out
+
+
+def test_g3_from_a_run_directory_and_rejudged_by_gate_all(tmp_path, capsys):
+    assert fxprobe(tmp_path, *g3_args()) == 1
+    (g3_run,) = runs_of(tmp_path, "gate g3")
+    capsys.readouterr()
+    config = tmp_path / "wide.toml"
+    config.write_text("[g3]\nthroughput_gain_min_pct = 28.0\n")
+    code = fxprobe(tmp_path, "gate", "all", "--evidence", str(g3_run), "--config", str(config))
+    out = capsys.readouterr().out
+    assert code == 3                                    # G1/G2/G4 have no evidence: not run
+    assert "c8 throughput gain (band low): 28.9 % (need >= 28.0 %" in out
+    assert "G1 delivery acceptance: NOT RUN - no selftest run among the evidence" in out
+
+
+def test_g3_with_only_a_candidate_is_bad_input(tmp_path, capsys):
+    assert fxprobe(tmp_path, "gate", "g3", "--candidate", r2("array")[0]) == 2
+    assert "--baseline is missing" in capsys.readouterr().err
+
+
+def test_g3_reads_benchmark_files_from_folders(tmp_path):
+    cand, base = tmp_path / "cand", tmp_path / "base"
+    (cand / "raw").mkdir(parents=True)
+    base.mkdir()
+    for path in r2("array"):
+        (cand / "raw" / path.rsplit("/", 1)[1]).write_bytes(open(path, "rb").read())
+    for path in r2("local-nvme"):
+        (base / path.rsplit("/", 1)[1]).write_bytes(open(path, "rb").read())
+    assert fxprobe(tmp_path, "gate", "g3", "--candidate", str(cand), "--baseline", str(base)) == 1
+    (run,) = runs_of(tmp_path, "gate g3")
+    assert len(results_of(run)["g3"]["comparisons"]) == 6
