@@ -211,7 +211,7 @@ def test_log_parsing_is_fast(tmp_path):
     np.savetxt(path, lines, fmt="%d", delimiter=", ")
     started = time.monotonic()
     frame = fio.parse_fio_log(path)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5  # ~0.3 s on an idle 2-core machine
     assert len(frame) == 2 * n and frame.attrs["epoch"]
 
 

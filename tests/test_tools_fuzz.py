@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fxprobe.errors import ParseError
 from fxprobe import roce
-from fxprobe.tools import fio, perftest
+from fxprobe.tools import fio, iperf3, perftest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = "fuzzed-input"
@@ -30,6 +30,8 @@ PARSERS = {
     "perftest.parse_perftest_text": (perftest.parse_perftest_text, _fixture_texts("perftest", "*.txt")),
     "perftest.parse_perftest_json": (perftest.parse_perftest_json, _fixture_texts("perftest", "*.json")),
     "perftest.parse_perftest_version": (perftest.parse_perftest_version, ["Version: 6.06\n"]),
+    "iperf3.parse_iperf3_json": (iperf3.parse_iperf3_json, _fixture_texts("iperf3", "*.json")),
+    "iperf3.parse_iperf3_version": (iperf3.parse_iperf3_version, ["iperf 3.12 (cJSON 1.7.15)\n"]),
     "roce.parse_port_rate": (roce.parse_port_rate, ["100 Gb/sec (4X EDR)\n"]),
 }
 

@@ -331,18 +331,20 @@ def _read_csv(log: str | os.PathLike, source: str) -> pd.DataFrame:
 
 
 def _numeric(frame: pd.DataFrame, source: str, names: Sequence[str]) -> pd.DataFrame:
+    """Every cell a finite number within int64 range, else ParseError naming the column and line."""
+    raw = {}
     for column in frame.columns:
-        values = frame[column]
-        if not pd.api.types.is_numeric_dtype(values):
-            values = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
-        bad = values.isna() | ~np.isfinite(values.astype(float))
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ParseError(source, str(names[column] if isinstance(column, int) else column),
-                             f"line {row + 1}: not a number: {str(frame[column].iloc[row])[:40]!r}")
-        if (values.abs() >= 2**62).any():
-            raise ParseError(source, str(names[column]), "value out of range")
-        frame[column] = values
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            raw[column] = frame[column]
+            frame[column] = pd.to_numeric(frame[column].astype(str).str.strip(), errors="coerce")
+    with np.errstate(invalid="ignore"):
+        values = frame.to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(values) | (np.abs(values) >= 2.0**62)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        column = frame.columns[col]
+        shown = raw[column].iloc[row] if column in raw else values[row, col]
+        raise ParseError(source, str(names[col]), f"line {row + 1}: not a number in range: {str(shown)[:40]!r}")
     return frame
 
 
