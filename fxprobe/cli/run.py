@@ -1,0 +1,119 @@
+"""``fxprobe run NAME --target DEV|DIR`` and ``fxprobe sweep NAME --vary jobs=1,2,4``."""
+
+from __future__ import annotations
+
+import click
+
+from fxprobe import sweep as sweep_lib
+from fxprobe import workload
+from fxprobe.cli.app import App, finish, finish_verdict, pass_app
+from fxprobe.cli.profile import max_bytes_of, size_option
+from fxprobe.errors import BadInput
+from fxprobe.hosts import LocalHost, SshHost
+from fxprobe.verdict import Criterion, Outcome, Verdict
+
+
+def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int, user: str) -> list[workload.Node] | None:
+    """``local``, ``local:127.0.0.2`` or ``[user@]address`` items, comma separated."""
+    if not text:
+        return None
+    nodes = []
+    for item in [i.strip() for i in text.split(",") if i.strip()]:
+        if item == "local" or item.startswith("local:"):
+            address = item.partition(":")[2] or "127.0.0.1"
+            nodes.append(workload.Node(LocalHost(f"local:{address}"), address, port))
+        else:
+            who, _, address = item.rpartition("@")
+            host = SshHost(address, address, port=ssh_port, user=who or user,
+                           identity=identity and __import__("pathlib").Path(identity))
+            nodes.append(workload.Node(host, address, port))
+    names = [n.name + f":{n.port}" for n in nodes]
+    if len(set(names)) != len(names):
+        raise BadInput(f"--nodes {text!r}: a node is listed twice")
+    return nodes
+
+
+def common_options(function):
+    options = [
+        click.option("--target", required=True, help="Directory or block device (/dev/...) to run on."),
+        click.option("--repeats", type=click.IntRange(1), default=None, help="Repeats (default: the profile's, 3)."),
+        click.option("--runtime", type=click.FloatRange(0.5), default=None, help="Measured seconds per repeat."),
+        click.option("--ramp", type=click.FloatRange(0), default=None, help="Warm-up seconds discarded per repeat."),
+        click.option("--nodes", default=None, help="Run from these nodes with fio client/server: local, local:ADDR or [user@]host, comma separated."),
+        click.option("--fio-port", type=int, default=workload.FIO_PORT, show_default=True, help="fio --server port on each node."),
+        click.option("--ssh-identity", default=None, help="SSH key for --nodes."),
+        click.option("--ssh-port", type=int, default=22, show_default=True),
+        click.option("--ssh-user", default="root", show_default=True),
+        click.option("--allow-serial", "allow", multiple=True, help="Serial (or loop:<file>) of a device that may be written (repeatable)."),
+        click.option("--ceiling", type=float, default=None, help="Array port ceiling in Gb/s: report the aggregate as a fraction of it."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return size_option(function)
+
+
+@click.command()
+@click.argument("name")
+@common_options
+@click.option("--dry-run", is_flag=True, help="Print the job and the target checks; run nothing.")
+@click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
+@pass_app
+def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
+        allow, ceiling, scale, max_bytes, dry_run, sets) -> int:
+    """Run profile NAME on a target: layout, cold/warm cache, ramp, repeats, steady state, merged percentiles."""
+    node_list = parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user)
+    overrides = parse_sets(sets)
+    args = dict(nodes=node_list, repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes),
+                runtime=runtime, ramp=ramp, overrides=overrides, allow=tuple(allow))
+    if dry_run:
+        plan = workload.plan_run(name, target, **args)
+        app.emit(plan.to_dict(), plan.lines() + ["dry run: nothing was written or run"])
+        return 0
+    run_dir = app.new_run("run")
+    result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
+                                  ceiling_bps=ceiling * 1e9 if ceiling else None, **args)
+    verdict = run_verdict(result)
+    return finish_verdict(app, run_dir, "run", verdict, {"workload": result.to_dict()}, result.lines())
+
+
+def parse_sets(sets) -> dict:
+    overrides = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BadInput(f"--set {item!r}: expected KEY=VALUE")
+        value = value.strip()
+        overrides[key.strip()] = int(value) if value.isdigit() else \
+            {"true": True, "false": False}.get(value.lower(), value)
+    return overrides
+
+
+def run_verdict(result: workload.WorkloadResult) -> Verdict:
+    bw = result.bandwidth
+    criteria = [
+        Criterion.compare("repeats agree (largest pairwise difference)", bw.max_pair_diff_pct, "<=",
+                          workload.REPEAT_DIFF_LIMIT_PCT, unit="%", detail=f"CV {bw.cv_pct:.2f} %"),
+        Criterion.compare("steady state attained (repeats)", result.steady_attained, "==", len(result.repeats)),
+    ]
+    return Verdict(f"run {result.profile}", tuple(criteria))
+
+
+@click.command()
+@click.argument("name")
+@common_options
+@click.option("--vary", required=True, help="KEY=V1,V2,... with KEY jobs, threads, iodepth or concurrency.")
+@click.option("--p99-limit", "p99_limit_ms", type=click.FloatRange(0, min_open=True), required=True,
+              help="p99 latency limit in ms for the knee.")
+@pass_app
+def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
+          allow, ceiling, scale, max_bytes, vary, p99_limit_ms) -> int:
+    """Bandwidth/latency curve of NAME over one knob, and its knee under a p99 limit."""
+    key, values = sweep_lib.parse_vary(vary)
+    run_dir = app.new_run("sweep")
+    result = sweep_lib.run_sweep(
+        name, target, key, values, p99_limit_ns=int(p99_limit_ms * 1e6), runner=app.runner(run_dir),
+        progress=app.progress, nodes=parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user),
+        repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes), runtime=runtime, ramp=ramp,
+        allow=tuple(allow), ceiling_bps=ceiling * 1e9 if ceiling else None)
+    outcome = Outcome.PASS if result.knee is not None else Outcome.FAIL
+    return finish(app, run_dir, "sweep", {"sweep": result.to_dict()}, result.lines(), outcome)

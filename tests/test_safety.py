@@ -1,0 +1,132 @@
+"""The target check, over a fake sysfs / mountinfo tree and over this machine's real root disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fxprobe.errors import BadInput, UnsafeTarget
+from fxprobe.safety import SystemView, check_target
+
+
+def make_disk(root: Path, name: str, dev: str, *, serial: str | None = None, parts: dict | None = None,
+              holders=(), size_sectors: int = 2048, loop_file: str | None = None) -> None:
+    base = root / "sys/class/block" / name
+    (base / "holders").mkdir(parents=True)
+    (base / "dev").write_text(dev + "\n")
+    (base / "size").write_text(f"{size_sectors}\n")
+    for holder in holders:
+        (base / "holders" / holder).mkdir()
+    if serial:
+        (base / "device").mkdir()
+        (base / "device/serial").write_text(serial + "  \n")
+    if loop_file:
+        (base / "loop").mkdir()
+        (base / "loop/backing_file").write_text(loop_file + "\n")
+    for part, (pdev, pholders) in (parts or {}).items():
+        pbase = base / part
+        (pbase / "holders").mkdir(parents=True)
+        (pbase / "partition").write_text("1\n")
+        (pbase / "dev").write_text(pdev + "\n")
+        for holder in pholders:
+            (pbase / "holders" / holder).mkdir()
+        # partitions also appear at the top of /sys/class/block (a link, as in sysfs)
+        (root / "sys/class/block" / part).symlink_to(pbase)
+
+
+def mountinfo(root: Path, lines: list[str]) -> None:
+    (root / "proc/self").mkdir(parents=True, exist_ok=True)
+    (root / "proc/self/mountinfo").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def fake(tmp_path):
+    root = tmp_path / "root"
+    make_disk(root, "nvme0n1", "259:0", serial="S1ROOT", parts={"nvme0n1p1": ("259:1", ())})
+    make_disk(root, "nvme1n1", "259:2", serial="S2FREE")
+    make_disk(root, "nvme2n1", "259:3", serial="S3MD", holders=("md0",))
+    make_disk(root, "nvme3n1", "259:4", serial="S4DATA", parts={"nvme3n1p1": ("259:5", ()),
+                                                                "nvme3n1p2": ("259:6", ("dm-0",))})
+    make_disk(root, "nvme4n1", "259:7", serial="S5MNT")
+    make_disk(root, "loop0", "7:0", loop_file="/tmp/backing.img")
+    mountinfo(root, [
+        "22 1 259:1 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p1 rw",
+        "40 22 259:7 / /data rw,relatime shared:9 - xfs /dev/nvme4n1 rw",
+        "41 22 0:5 / /dev rw - devtmpfs udev rw",
+    ])
+    return SystemView(root)
+
+
+def refused(check) -> list[str]:
+    return [c.name for c in check.refused]
+
+
+def test_free_allow_listed_device_is_safe(fake):
+    check = check_target("/dev/nvme1n1", destructive=True, allow=("S2FREE",), view=fake)
+    assert check.safe and check.identity == "S2FREE" and check.size_bytes == 2048 * 512
+    assert check.require_safe() is check
+
+
+def test_root_disk_is_refused(fake):
+    check = check_target("/dev/nvme0n1", destructive=True, allow=("S1ROOT",), view=fake)
+    assert "root filesystem" in refused(check) and "mounted" in refused(check)
+    with pytest.raises(UnsafeTarget, match="refusing to write to /dev/nvme0n1: root filesystem"):
+        check.require_safe()
+
+
+def test_mounted_device_holders_and_busy_partitions_are_refused(fake):
+    assert refused(check_target("/dev/nvme4n1", destructive=True, allow=("S5MNT",), view=fake)) == ["mounted"]
+    assert refused(check_target("/dev/nvme2n1", destructive=True, allow=("S3MD",), view=fake)) == ["holders"]
+    assert refused(check_target("/dev/nvme3n1", destructive=True, allow=("S4DATA",), view=fake)) == ["partitions"]
+
+
+def test_not_allow_listed_is_refused(fake):
+    check = check_target("/dev/nvme1n1", destructive=True, allow=("OTHER",), view=fake)
+    assert refused(check) == ["allow-list"]
+    with pytest.raises(UnsafeTarget, match="S2FREE is not on the allow-list"):
+        check.require_safe()
+
+
+def test_loop_device_identity_is_its_backing_file(fake):
+    check = check_target("/dev/loop0", destructive=True, allow=("loop:/tmp/backing.img",), view=fake)
+    assert check.safe and check.identity == "loop:/tmp/backing.img"
+
+
+def test_reading_needs_only_existence(fake):
+    assert check_target("/dev/nvme0n1", destructive=False, view=fake).safe
+
+
+def test_missing_targets(fake, tmp_path):
+    with pytest.raises(BadInput, match="/dev/nvme9n1: no such block device"):
+        check_target("/dev/nvme9n1", destructive=True, view=fake)
+    with pytest.raises(BadInput, match="does not exist"):
+        check_target(str(tmp_path / "nope"), destructive=True)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInput, match="not a directory"):
+        check_target(str(tmp_path / "file"), destructive=True)
+
+
+def test_dry_run_description_lists_every_check(fake):
+    lines = check_target("/dev/nvme0n1", destructive=True, view=fake).lines()
+    assert lines[0].startswith("target /dev/nvme0n1 (block nvme0n1, id S1ROOT): REFUSED for writing")
+    assert any("REFUSED root filesystem" in line for line in lines)
+    assert any("allow-list" in line for line in lines)
+
+
+def root_block_device() -> str | None:
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        if fields[4] == "/" and "-" in fields:
+            source = fields[fields.index("-") + 2]
+            if source.startswith("/dev/") and os.path.exists(source):
+                return source
+    return None
+
+
+@pytest.mark.skipif(root_block_device() is None, reason="the root filesystem is not on a /dev block device here")
+def test_this_machines_root_device_is_refused():
+    device = root_block_device()
+    check = check_target(device, destructive=True, allow=(SystemView().identity(Path(device).name),))
+    assert not check.safe and "root filesystem" in refused(check)

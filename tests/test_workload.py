@@ -1,0 +1,180 @@
+"""Real fio runs of shipped profiles on this machine: a directory in tmp_path, a loop device,
+two local fio servers through client/server; statistics; failures as one clear line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fxprobe.errors import BadInput, ToolError, UnsafeTarget
+from fxprobe.hosts import LocalHost
+from fxprobe.rundir import RunDir
+from fxprobe.runner import Runner
+from fxprobe.tools import fio
+from fxprobe.workload import Node, plan_run, run_profile, spread, steady_state
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+SMALL = dict(runtime=1.5, ramp=0.5, max_bytes=48 << 20)
+
+
+@pytest.fixture(scope="module")
+def dir_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("wl")
+    target = base / "target"
+    target.mkdir()
+    run = RunDir.create(base / "runs", "run")
+    result = run_profile("small-file-dataset", str(target), runner=Runner(run), overrides={"jobs": 4}, **SMALL)
+    return result, run
+
+
+def test_directory_run_has_three_repeats_cv_steady_state_and_merged_p99(dir_run):
+    result, run = dir_run
+    assert len(result.repeats) == 3
+    assert result.bandwidth.mean > 0 and result.bandwidth.cv_pct >= 0
+    assert all(r.steady.samples >= 1 and r.steady.detail for r in result.repeats)
+    merged = fio.merge_bins(*(r.bins for r in result.repeats))
+    assert result.latency_samples == sum(merged.values()) == sum(sum(r.bins.values()) for r in result.repeats)
+    assert result.percentiles_ns[99.0] == fio.percentile_from_bins(merged, 99.0)
+    assert result.percentiles_ns[50.0] <= result.percentiles_ns[99.0] <= result.percentiles_ns[99.9]
+    # the series carries epoch-ms stamps from fio's logs
+    stamps = [t for t, _ in result.repeats[0].series]
+    assert stamps and stamps[0] > 1.6e12 and stamps == sorted(stamps)
+    # the cache was dropped (root) or the run says why not
+    assert all("page cache" in r.cache for r in result.repeats)
+
+
+def test_directory_run_evidence(dir_run):
+    result, run = dir_run
+    names = [c["name"] for c in run.commands()]
+    assert any("fio-layout" in n for n in names)
+    assert sum("fio-small-file-dataset.r" in n for n in names) == 3
+    job = Path(result.job_file).read_text()
+    assert "rw=randread" in job and "numjobs=4" in job
+    assert result.to_dict()["percentiles_ns"]["p99"] == result.percentiles_ns[99.0]
+    assert any("latency (merged json+ bins" in line for line in result.lines())
+
+
+def test_merged_p99_equals_p99_of_all_raw_samples_within_one_bin(dir_run):
+    """Expand each repeat's bins into samples, pool them, and compare with the merged-bin p99."""
+    result, _ = dir_run
+    pooled = sorted(v for r in result.repeats for v, n in r.bins.items() for _ in range(n))
+    rank = max(0, -(-len(pooled) * 99 // 100) - 1)
+    true_p99 = pooled[rank]
+    low, high = fio.bin_bounds_ns(fio.bin_index_ns(true_p99))
+    assert low <= result.percentiles_ns[99.0] < high + 1
+
+
+def test_spread_flags_repeats_more_than_5_percent_apart():
+    ok = spread([100.0, 103.0, 101.0])
+    assert not ok.flagged and ok.max_pair_diff_pct == pytest.approx(3.0)
+    bad = spread([100.0, 106.0, 101.0])
+    assert bad.flagged and bad.cv_pct == pytest.approx(3.2, abs=0.1)
+
+
+def test_steady_state_judgement():
+    flat = [(i * 1000, 100.0 + (i % 2)) for i in range(12)]
+    assert steady_state(flat, 10, 1000).attained
+    ramp = [(i * 1000, 10.0 * (i + 1)) for i in range(12)]
+    check = steady_state(ramp, 10, 1000)
+    assert not check.attained and check.slope_pct_per_s > 0
+    assert not steady_state(flat[:3], 10, 1000).attained
+
+
+def test_refused_and_missing_targets_write_nothing(tmp_path):
+    run = RunDir.create(tmp_path / "runs", "run")
+    with pytest.raises(BadInput, match="does not exist"):
+        run_profile("small-file-dataset", str(tmp_path / "nope"), runner=Runner(run), **SMALL)
+    with pytest.raises(BadInput, match="no such block device"):
+        run_profile("small-file-dataset", "/dev/fxprobe-none", runner=Runner(run), **SMALL)
+    assert list(run.commands()) == []
+
+
+def test_working_set_that_does_not_fit(tmp_path):
+    with pytest.raises(BadInput, match="does not fit in .* free"):
+        plan_run("qwen25-32b-cold-restore", str(tmp_path))
+
+
+def _kill_fio_when_running(job_marker: str, stop: threading.Event) -> None:
+    while not stop.is_set():
+        for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if proc.info["name"] == "fio" and any(job_marker in part for part in cmd):
+                time.sleep(0.5)
+                try:
+                    proc.kill()   # the fio we started, by its pid
+                except psutil.NoSuchProcess:
+                    pass
+                return
+        time.sleep(0.05)
+
+
+def test_fio_killed_mid_run_is_one_clear_tool_error(tmp_path):
+    (tmp_path / "t").mkdir()
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_fio_when_running, args=("small-file-dataset.r1.fio", stop))
+    killer.start()
+    try:
+        with pytest.raises(ToolError) as info:
+            run_profile("small-file-dataset", str(tmp_path / "t"), runner=Runner(None), repeats=1,
+                        overrides={"jobs": 2}, runtime=5, ramp=0, max_bytes=8 << 20)
+    finally:
+        stop.set()
+        killer.join()
+    message = str(info.value)
+    assert "\n" not in message and "fio" in message and "exited -9" in message
+
+
+def test_truncated_json_is_one_clear_parse_error(tmp_path, monkeypatch):
+    """A real fio whose JSON is cut short (a wrapper script in PATH)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "fio"
+    real = shutil.which("fio")
+    wrapper.write_text(f"#!/bin/sh\ncase \"$*\" in *--version*) exec {real} \"$@\";; esac\n"
+                       f"{real} \"$@\" > {tmp_path}/full.json; rc=$?\nhead -c 2000 {tmp_path}/full.json\nexit $rc\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    (tmp_path / "t").mkdir()
+    with pytest.raises(ToolError) as info:
+        run_profile("small-file-dataset", str(tmp_path / "t"), runner=Runner(None), repeats=1,
+                    overrides={"jobs": 2}, runtime=0.5, ramp=0, max_bytes=4 << 20)
+    assert "\n" not in str(info.value) and "invalid JSON" in str(info.value)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_nodes_through_fio_client_server(tmp_path):
+    """Two fio servers (127.0.0.1 and 127.0.0.2) driven by one fio --client: per-node and aggregate."""
+    target = tmp_path / "pool"
+    target.mkdir()
+    port = _free_port()
+    nodes = [Node(LocalHost("node-a"), "127.0.0.1", port), Node(LocalHost("node-b"), "127.0.0.2", port)]
+    run = RunDir.create(tmp_path / "runs", "run")
+    result = run_profile("qwen3-coder-480b-tp8-readback", str(target), runner=Runner(run), nodes=nodes,
+                         repeats=3, overrides={"threads": 2}, runtime=1.5, ramp=0.5, max_bytes=24 << 20,
+                         ceiling_bps=100e9)
+    assert set(result.per_node_bw) == {f"127.0.0.1:{port}", f"127.0.0.2:{port}"}
+    assert sum(result.per_node_bw.values()) == pytest.approx(result.bandwidth.mean, rel=1e-6)
+    assert result.slowest_node in result.per_node_bw
+    assert result.fraction_of_ceiling == pytest.approx(result.bandwidth.mean * 8 / 100e9)
+    assert result.percentiles_ns[99.0] is not None
+    # each node laid out its own files (fio prefixes them with the client's address)
+    assert any(p.name.startswith("127.0.0.2.") for p in target.iterdir())
+    servers = [c for c in run.commands() if c["background"]]
+    assert len(servers) == 2 and all("--server=ip:" in " ".join(c["argv"]) for c in servers)
+    assert all(r.series for r in result.repeats)   # logs came back from both servers
