@@ -234,6 +234,17 @@ def _last_json_object(text: str, source: str) -> dict:
     return data
 
 
+def _json_line_only(text: str, source: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.lstrip().startswith("{"):
+            try:
+                if isinstance(json.loads(line), dict):
+                    return line
+            except json.JSONDecodeError:
+                continue
+    raise _bad(source, "(file)", "holds no complete JSON object line")
+
+
 def parse_benchmark_text(text: str, source: str) -> BenchmarkResult:
     """Detect the format from the content and parse it."""
     stripped = text.lstrip()
@@ -249,6 +260,8 @@ def parse_benchmark_text(text: str, source: str) -> BenchmarkResult:
         raise _bad(source, "median_ttft_ms", "not a known benchmark result: no 'median_ttft_ms'/"
                    "'p99_ttft_ms' (vllm bench serve) nor 'query_ttft_per_prompt' (LMCache long_doc_qa)")
     header = {name.strip() for name in stripped.splitlines()[0].split(",")}
+    if "ttft" not in header and any(line.lstrip().startswith("{") for line in stripped.splitlines()):
+        return parse_benchmark_text(_json_line_only(stripped, source), source)   # captured stdout
     if MULTI_ROUND_CSV_COLUMNS <= header:
         return parse_multi_round_csv(stripped, source)
     if LONG_DOC_CSV_COLUMNS <= header:

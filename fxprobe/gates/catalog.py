@@ -3,11 +3,13 @@
 What each gate reads from a run directory's ``results.json`` (dotted field paths):
 
 G1  runs with ``command`` "selftest" (one per array; every one must pass):
-      ``drives_recognized`` (int)            >= g1.drives_expected (24)
+      ``drives_recognized`` or else the measured value of the selftest verdict's
+      "drives recognized" criterion          >= g1.drives_expected (24)
+      the run's own ``outcome``             == pass (live, healthy drives: the self-test's own criteria)
 G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y}}``
       |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric
     runs with ``command`` "line-efficiency" (or any holding the field):
-      ``line_efficiency_pct``                >= g2.line_efficiency_min_pct (83)
+      ``summary.line_efficiency`` (a fraction) x 100 >= g2.line_efficiency_min_pct (83)
 G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain per
       concurrency, re-judged with the current thresholds (see :mod:`fxprobe.gates.g3`)
     a run holding ``multi_node``: ``read_gbit_s / nic_ceiling_gbit_s x 100``
@@ -21,15 +23,15 @@ G4  runs with ``command`` "soak": ``duration_s`` / 3600 >= g4.soak_hours_min,
 from __future__ import annotations
 
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Gate, Requirement
+from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
 from fxprobe.verdict import Criterion, Outcome
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
 BASELINE = Requirement("baseline comparison run", "fxprobe run PROFILE (single-node baseline vs reference)",
                        has_field="baseline_comparison")
-LINE_EFFICIENCY = Requirement("line-efficiency run", "fxprobe line-efficiency",
-                              commands=("line-efficiency", "line_efficiency"), has_field="line_efficiency_pct")
+LINE_EFFICIENCY = Requirement("line-efficiency run", "fxprobe line-efficiency PEER",
+                              commands=("line-efficiency",), has_field="summary.line_efficiency")
 SOAK = Requirement("soak run", "fxprobe soak PROFILE --duration 72h", commands=("soak",))
 DRIVE_FAULT = Requirement("drive-pull fault run", "fxprobe fault drive-pull", commands=("fault",),
                           where=(("fault.kind", "drive"),))
@@ -71,10 +73,13 @@ def baseline_deviation_criteria(evidence: Evidence, config: GateConfig) -> list[
 
 
 G1 = Gate("g1", "delivery acceptance", checks=(
-    Check("drives recognized", SELFTEST, "drives_recognized", ">=", "drives_expected"),
+    Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
+          ">=", "drives_expected"),
+    OutcomeCheck("self-test passed", SELFTEST),
 ))
 G2 = Gate("g2", "single-node baseline", checks=(
-    Check("line efficiency", LINE_EFFICIENCY, "line_efficiency_pct", ">=", "line_efficiency_min_pct", unit="%"),
+    Check("line efficiency", LINE_EFFICIENCY, "summary.line_efficiency", ">=", "line_efficiency_min_pct",
+          unit="%", scale=100.0),
 ), extras=(baseline_deviation_criteria,))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(

@@ -29,13 +29,29 @@ MISSING = object()  # lookup() result for a field that is not there
 
 
 def lookup(data: Any, dotted: str, default: Any = MISSING) -> Any:
-    """``lookup({"a": {"b": 1}}, "a.b") == 1``; a missing step returns ``default``."""
+    """Follow a dotted path; a missing step returns ``default``.
+
+    ``a.b`` (mapping keys), ``a.0`` (list index), ``criteria.name=drives recognized``
+    (the first list item whose ``name`` equals the text), and ``x|y`` (the first of
+    several paths that exists).
+    """
+    if "|" in dotted:
+        for alternative in dotted.split("|"):
+            found = lookup(data, alternative, MISSING)
+            if found is not MISSING:
+                return found
+        return default
     node = data
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
+        elif isinstance(node, list) and "=" in part:
+            key, _, text = part.partition("=")
+            node = next((item for item in node if isinstance(item, dict) and str(item.get(key)) == text), MISSING)
+            if node is MISSING:
+                return default
         else:
             return default
     return node
@@ -172,6 +188,34 @@ class Check:
                                  evidence=run.evidence)
 
 
+@dataclass(frozen=True)
+class OutcomeCheck:
+    """A criterion per matching run: that run's own outcome (its verdict) must be pass."""
+
+    name: str
+    requirement: Requirement
+
+    def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
+        runs = evidence.matching(self.requirement)
+        if not runs:
+            return [Criterion(self.name, Outcome.NOT_RUN, None, "pass", "==", "",
+                              f"no {self.requirement.name} among the evidence; run "
+                              f"`{self.requirement.produce}` and pass its run directory with --evidence")]
+        criteria = []
+        for run in runs:
+            name = self.name if len(runs) == 1 else f"{self.name} [{run.path.name}]"
+            try:
+                outcome = Outcome(run.outcome)
+            except ValueError:
+                criteria.append(Criterion(name, Outcome.ERROR, run.outcome or None, "pass", "==", "",
+                                          "results.json has no valid 'outcome'", run.evidence))
+                continue
+            reason = run.results.get("reason") or lookup(run.results, "verdict.reason", "")
+            criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "",
+                                      reason if isinstance(reason, str) else "", run.evidence))
+        return criteria
+
+
 Extra = Callable[[Evidence, GateConfig], list[Criterion]]
 
 
@@ -181,7 +225,7 @@ class Gate:
 
     key: str                            # "g1" - also the config section
     title: str
-    checks: tuple[Check, ...] = ()
+    checks: tuple[Check | OutcomeCheck, ...] = ()
     extras: tuple[Extra, ...] = field(default_factory=tuple)
 
     def evaluate(self, evidence: Evidence, config: GateConfig) -> Verdict:

@@ -83,14 +83,14 @@ def verify_bundle(folder: Path, public_key_path: Path | None = None) -> Verifica
     try:
         manifest = json.loads(data)
         listed = manifest["files"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):        # JSON and UTF-8 errors are ValueErrors
         return Verification(str(folder), 0, (f"{MANIFEST}: changed (no longer a valid manifest)",), "BAD")
     problems = []
     for rel, entry in sorted(listed.items()):
         path = folder / rel
         if not path.is_file():
             problems.append(f"{rel}: missing")
-        elif sha256_file(path) != entry.get("sha256"):
+        elif not isinstance(entry, dict) or sha256_file(path) != entry.get("sha256"):
             problems.append(f"{rel}: changed (SHA-256 differs from the manifest)")
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
@@ -109,8 +109,12 @@ def verify_bundle(folder: Path, public_key_path: Path | None = None) -> Verifica
     if not key_path.is_file():
         return Verification(str(folder), len(listed), tuple(problems + [f"{key_path}: public key missing"]),
                             "BAD", "", key_source, tuple(notes))
-    key = signing.load_public_key(key_path)
-    valid = signing.verify(key, data, (folder / SIGNATURE).read_text())
+    try:
+        key = signing.load_public_key(key_path)
+    except BadInput as exc:
+        return Verification(str(folder), len(listed), tuple(problems + [f"{exc}"]), "BAD", "", key_source,
+                            tuple(notes))
+    valid = signing.verify(key, data, (folder / SIGNATURE).read_bytes().decode("ascii", errors="replace"))
     if not valid:
         problems.append(f"{SIGNATURE}: BAD signature ({MANIFEST} or the signature changed, or another key signed it)")
     return Verification(str(folder), len(listed), tuple(problems), "valid" if valid else "BAD",

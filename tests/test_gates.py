@@ -1,0 +1,131 @@
+"""The gate engine over run directories: four outcomes, thresholds from gates.toml, the catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fxprobe.errors import BadInput
+from fxprobe.gates import GATES, Evidence, load_config
+from fxprobe.gates.config import DEFAULTS, parse_config
+from fxprobe.gates.engine import lookup
+from fxprobe.verdict import Outcome
+from gate_helpers import fake_run, fxprobe
+
+ROOT = Path(__file__).parent.parent
+
+
+def selftest(base, drives, outcome="pass"):
+    criteria = [{"name": "drives recognized", "outcome": outcome, "measured": drives, "threshold": 24}]
+    path = fake_run(base, "selftest", {"verdict": {"name": "selftest", "criteria": criteria}})
+    results = path / "results.json"
+    results.write_text(results.read_text().replace('"outcome": "pass"', f'"outcome": "{outcome}"', 1))
+    return path
+
+
+def full_evidence(base) -> list[Path]:
+    return [
+        selftest(base, 24),
+        fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.8412}}),
+        fake_run(base, "run", {"baseline_comparison": {"ttft_p50_s": {"measured": 7.9, "reference": 7.53},
+                                                       "tok_s": {"measured": 55.0, "reference": 56.6}}}),
+        fake_run(base, "run", {"multi_node": {"hosts": 8, "read_gbit_s": 91.2, "nic_ceiling_gbit_s": 98.0}}),
+        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": []}),
+        fake_run(base, "fault", {"fault": {"kind": "drive"}, "workload_errors": 0}),
+        fake_run(base, "fault", {"fault": {"kind": "link"}, "workload_errors": 0}),
+    ]
+
+
+def test_defaults_match_the_shipped_gates_toml():
+    assert load_config(ROOT / "gates.toml").values == DEFAULTS
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[g9]\nx = 1\n", "unknown section [g9]"),
+    ("[g3]\nttft_reduction = 25\n", "unknown threshold g3.ttft_reduction"),
+    ("[g3]\nttft_reduction_min_pct = 'a'\n", "g3.ttft_reduction_min_pct must be a number"),
+    ("[g3]\nthroughput_gain_min_pct = 50\n", "is above g3.throughput_gain_max_pct"),
+    ("[g3\n", "not valid TOML"),
+])
+def test_bad_config_is_named(text, words):
+    with pytest.raises(BadInput, match=None) as info:
+        parse_config(text, "mine.toml")
+    assert words in str(info.value) and "mine.toml" in str(info.value)
+
+
+def test_lookup_paths():
+    data = {"a": {"b": [{"name": "x y", "v": 1}, {"name": "z", "v": 2}]}}
+    assert lookup(data, "a.b.name=z.v") == 2
+    assert lookup(data, "a.b.0.v") == 1
+    assert lookup(data, "nope|a.b.1.v") == 2
+    assert lookup(data, "a.c", None) is None
+
+
+def test_gate_without_evidence_is_not_run_naming_the_missing_run(tmp_path, capsys):
+    assert fxprobe(tmp_path, "gate", "g4") == 3
+    out = capsys.readouterr().out
+    assert "G4 stability and sign-off: NOT RUN" in out
+    for missing in ("no soak run among the evidence", "no drive-pull fault run", "no link-cut fault run"):
+        assert missing in out
+    assert "`fxprobe soak PROFILE --duration 72h`" in out
+
+
+def test_all_gates_pass_from_complete_evidence(tmp_path, capsys):
+    paths = full_evidence(tmp_path / "ev")
+    evidence = Evidence.from_paths(paths)
+    config = load_config(ROOT / "gates.toml")
+    verdicts = {key: gate.evaluate(evidence, config) for key, gate in GATES.items()}
+    for key in ("g1", "g2", "g4"):
+        assert verdicts[key].outcome is Outcome.PASS, verdicts[key].lines()
+    g2 = {c.name: c for c in verdicts["g2"].criteria}
+    assert g2["line efficiency"].measured == pytest.approx(84.12)
+    assert g2["baseline ttft_p50_s deviation"].measured == pytest.approx(4.913, abs=1e-3)
+    assert g2["line efficiency"].evidence.endswith("results.json")
+    # G3 has its multi-node part but no benchmark comparison: not run, naming it
+    g3 = {c.name: c for c in verdicts["g3"].criteria}
+    assert g3["multi-node read-back vs NIC ceiling"].outcome is Outcome.PASS
+    assert g3["multi-node read-back vs NIC ceiling"].measured == pytest.approx(93.06, abs=0.01)
+    assert verdicts["g3"].outcome is Outcome.NOT_RUN
+    assert "no G3 benchmark comparison" in g3["TTFT reduction and throughput gain"].detail
+    args = ["gate", "all"] + [a for p in paths for a in ("--evidence", str(p))]
+    assert fxprobe(tmp_path, *args) == 3
+    out = capsys.readouterr().out
+    assert "G1 delivery acceptance                   PASS" in out
+
+
+def test_each_array_is_judged_and_a_failing_one_fails_g1(tmp_path):
+    paths = [selftest(tmp_path, 24), selftest(tmp_path, 23, outcome="fail")]
+    verdict = GATES["g1"].evaluate(Evidence.from_paths(paths), load_config(None))
+    assert verdict.outcome is Outcome.FAIL
+    recognized = [c for c in verdict.criteria if c.name.startswith("drives recognized")]
+    assert [c.outcome for c in recognized] == [Outcome.PASS, Outcome.FAIL]
+    assert all(paths[i].name in recognized[i].name for i in range(2))
+
+
+def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_path):
+    broken = fake_run(tmp_path, "soak", {"duration_s": "long", "interruptions": 0})
+    skipped = fake_run(tmp_path, "fault", {"fault": {"kind": "drive"}})
+    (skipped / "results.json").write_text(
+        '{"command": "fault", "outcome": "not run", "reason": "no spare drive slot", "fault": {"kind": "drive"}}')
+    verdict = GATES["g4"].evaluate(Evidence.from_paths([broken, skipped]), load_config(None))
+    by_name = {c.name: c for c in verdict.criteria}
+    assert by_name["soak duration"].outcome is Outcome.ERROR
+    assert "is not a number" in by_name["soak duration"].detail
+    assert by_name["drive pull visible errors"].outcome is Outcome.NOT_RUN
+    assert "no spare drive slot" in by_name["drive pull visible errors"].detail
+    assert verdict.outcome is Outcome.ERROR
+
+
+def test_soak_with_interruptions_fails_with_its_count(tmp_path):
+    soak = fake_run(tmp_path, "soak", {"duration_s": 3600, "interruptions": [{"t": 5}, {"t": 9}]})
+    verdict = GATES["g4"].evaluate(Evidence.from_paths([soak]), load_config(None))
+    by_name = {c.name: c for c in verdict.criteria}
+    assert by_name["soak interruptions"].measured == 2 and by_name["soak interruptions"].outcome is Outcome.FAIL
+    assert by_name["soak duration"].measured == pytest.approx(1.0)
+    assert "need >= 72 h" in by_name["soak duration"].line()
+
+
+def test_evidence_that_is_not_a_run_directory_is_bad_input(tmp_path, capsys):
+    assert fxprobe(tmp_path, "gate", "g1", "--evidence", str(tmp_path / "nowhere")) == 2
+    assert "not a run directory" in capsys.readouterr().err

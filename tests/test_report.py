@@ -1,0 +1,132 @@
+"""Reports: bundle, signature, and verify naming any changed file (property test)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from fxprobe.report.build import build_report
+from fxprobe.report.bundle import MANIFEST, SIGNATURE, verify_bundle
+from fxprobe.signing import generate_keypair, load_private_key, sign
+from gate_helpers import fake_run, fxprobe, g3_args, runs_of
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """One signed report over a G3 run and a soak run with a time series and events."""
+    base = tmp_path_factory.mktemp("report")
+    assert fxprobe(base, *g3_args()) == 1
+    (g3_run,) = runs_of(base, "gate g3")
+    soak = fake_run(base / "runs", "soak", {
+        "timeseries": {"read bw": {"t": [0, 1, 2, 3, 4], "v": [9.8, 9.9, 0.0, 9.7, 9.8], "unit": "GB/s"}},
+        "events": [{"t": 2, "label": "link cut"}],
+        "latency_cdf": {"read": {"x": [100, 200, 400], "p": [0.5, 0.9, 1.0], "unit": "us"}}})
+    keys = base / "keys"
+    generate_keypair(keys / "k.pem", keys / "k.pub")
+    generate_keypair(keys / "other.pem", keys / "other.pub")
+    out = base / "report"
+    built = build_report([g3_run, soak], out, keys / "k.pem")
+    return out, keys, built
+
+
+def copy_of(bundle, tmp_path) -> Path:
+    target = tmp_path / "copy"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(bundle[0], target)
+    return target
+
+
+def test_signed_bundle_verifies(bundle):
+    out, keys, built = bundle
+    result = verify_bundle(out, keys / "k.pub")
+    assert result.ok, result.lines()
+    assert result.signer == built.signer
+    assert (out / "report.md").read_text().count("| FAIL | c8 throughput gain (band low) | 28.9 %") == 1
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and "src='http" not in html and 'src="http' not in html
+    plots = sorted(p.name.split("-")[0] for p in (out / "plots").iterdir())
+    assert plots == ["g3", "gate", "latency", "timeline"]
+    suites = ElementTree.parse(out / "junit.xml").getroot().findall("testsuite")
+    assert suites[0].get("failures") == "1" and suites[0].get("skipped") == "2"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_one_byte_change_in_any_file_is_named(bundle, tmp_path, data):
+    copy = copy_of(bundle, tmp_path)
+    files = sorted(p for p in copy.rglob("*") if p.is_file())
+    victim = data.draw(st.sampled_from(files), label="file")
+    content = bytearray(victim.read_bytes())
+    position = data.draw(st.integers(0, len(content) - 1), label="position")
+    content[position] ^= data.draw(st.integers(1, 255), label="xor")
+    victim.write_bytes(bytes(content))
+    result = verify_bundle(copy, bundle[1] / "k.pub")
+    rel = victim.relative_to(copy).as_posix()
+    assert not result.ok
+    if rel in (MANIFEST, SIGNATURE):
+        assert any(p.startswith(SIGNATURE) or p.startswith(MANIFEST) for p in result.problems), result.problems
+    else:
+        assert any(p.startswith(f"{rel}: changed") for p in result.problems), result.problems
+
+
+def test_signature_by_another_key_is_bad(bundle, tmp_path):
+    copy = copy_of(bundle, tmp_path)
+    other = load_private_key(bundle[1] / "other.pem")
+    (copy / SIGNATURE).write_text(sign(other, (copy / MANIFEST).read_bytes()))
+    result = verify_bundle(copy, bundle[1] / "k.pub")
+    assert result.signature == "BAD" and not result.ok
+
+
+def test_resigned_by_another_key_fails_against_the_real_public_key(bundle, tmp_path):
+    copy = copy_of(bundle, tmp_path)
+    (copy / "evidence" / "extra.txt").write_text("added")
+    from fxprobe.report.bundle import write_manifest
+    write_manifest(copy, bundle[1] / "other.pem")        # an attacker re-hashes and re-signs
+    assert verify_bundle(copy).ok                       # the bundled key only proves integrity
+    assert verify_bundle(copy, bundle[1] / "k.pub").signature == "BAD"
+
+
+def test_added_and_removed_files_are_named(bundle, tmp_path):
+    copy = copy_of(bundle, tmp_path)
+    (copy / "evidence" / "note.txt").write_text("hi")
+    (copy / "junit.xml").unlink()
+    problems = verify_bundle(copy, bundle[1] / "k.pub").problems
+    assert "junit.xml: missing" in problems
+    assert "evidence/note.txt: not in the manifest (added after signing)" in problems
+
+
+def test_cli_verify_and_unsigned_report(bundle, tmp_path, capsys):
+    out, keys, _ = bundle
+    assert fxprobe(tmp_path, "report", "verify", str(out), "--public-key", str(keys / "k.pub")) == 0
+    assert "VERIFIED" in capsys.readouterr().out
+    copy = copy_of(bundle, tmp_path)
+    victim = copy / "evidence"
+    target = next(p for p in sorted(victim.rglob("results.json")))
+    target.write_bytes(target.read_bytes().replace(b"fail", b"pass", 1))
+    assert fxprobe(tmp_path, "report", "verify", str(copy)) == 1
+    assert f"{target.relative_to(copy).as_posix()}: changed" in capsys.readouterr().out
+    (g3,) = [p for p in (out / "evidence").iterdir() if p.name.endswith("gate-g3")]
+    assert fxprobe(tmp_path, "report", str(g3), "--out", str(tmp_path / "unsigned")) == 0
+    assert "UNSIGNED" in capsys.readouterr().out
+    assert fxprobe(tmp_path, "report", "verify", str(tmp_path / "unsigned")) == 1
+    assert "manifest.sig: missing (unsigned report)" in capsys.readouterr().out
+
+
+def test_keygen_refuses_to_overwrite(tmp_path, capsys):
+    args = ["report", "keygen", "--private", str(tmp_path / "k.pem"), "--public", str(tmp_path / "k.pub")]
+    assert fxprobe(tmp_path, *args) == 0
+    assert (tmp_path / "k.pem").stat().st_mode & 0o777 == 0o600
+    assert fxprobe(tmp_path, *args) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_report_into_a_non_empty_folder_is_refused(bundle, tmp_path, capsys):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("x")
+    g3 = next(p for p in (bundle[0] / "evidence").iterdir())
+    assert fxprobe(tmp_path, "report", str(g3), "--out", str(tmp_path / "busy")) == 2
