@@ -1,0 +1,221 @@
+"""``fxprobe lab``: bring the QEMU (or native) NVMe-oF lab up, look at it, run commands in it, break it."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from fxprobe.cli.app import App, finish, pass_app
+from fxprobe.errors import BadInput
+from fxprobe.verdict import Outcome
+
+name_option = click.option("--name", default="default", envvar="FXPROBE_LAB", show_default=True,
+                           help="Lab name (several labs can run side by side).")
+
+
+def _done(app: App, command: str, results: dict, human: list[str]) -> int:
+    run = app.new_run(command)
+    return finish(app, run, command, results, human, Outcome.PASS)
+
+
+@click.group()
+def lab():
+    """A miniature NVMe-oF deployment: an array guest and host guests under QEMU (or --native)."""
+
+
+@lab.command()
+@name_option
+@click.option("--drives", default=24, show_default=True, help="Emulated NVMe drives in the array guest.")
+@click.option("--raid", default="raid6", show_default=True,
+              help="md level of the main array: raid6, raid10, raid5, raid1, raid0 or none.")
+@click.option("--raid-drives", type=int, default=None,
+              help="Only the first K drives form the main array (the rest stay free for add-export).")
+@click.option("--hosts", default=1, show_default=True, help="Host guests (host1..hostN).")
+@click.option("--links", default=1, show_default=True, help="Data links per host (1 or 2).")
+@click.option("--transport", default="tcp", show_default=True, help="tcp or rdma (soft-RoCE on the data links).")
+@click.option("--link-speed", default=100000, show_default=True, help="Advertised data link speed, Mb/s.")
+@click.option("--drive-mb", default=256, show_default=True, help="Size of each emulated drive, MiB.")
+@click.option("--port-base", type=int, default=None, help="Use loopback ports from here (default: free ports).")
+@click.option("--accel", default="auto", show_default=True, help="auto (KVM if it boots here, else TCG), kvm or tcg.")
+@click.option("--no-connect", is_flag=True, help="Do not connect the hosts to the array.")
+@click.option("--native", is_flag=True, help="Build the array on this machine (null_blk or files, md, nvmet on loopback).")
+@pass_app
+def up(app: App, name, drives, raid, raid_drives, hosts, links, transport, link_speed, drive_mb, port_base,
+       accel, no_connect, native):
+    """Start the lab and wait until every host is connected to the array."""
+    if native:
+        from fxprobe.lab.native import NativeSpec, native_up
+        spec = NativeSpec(name=name, drives=drives, raid=raid, port=port_base or 4420).validate()
+        run = app.new_run("lab-up")
+        state = native_up(spec, app.runner(run), app.progress)
+        human = [f"native lab {name}: {state['level']} over {len(state['devices'])} {state['source']} devices, "
+                 f"{state['nqn']} on 127.0.0.1:{state['port']} ({state.get('connected_as') or 'not connected'})"]
+        return finish(app, run, "lab up", {"native": state}, human, Outcome.PASS)
+    from fxprobe.lab.spec import LabSpec
+    from fxprobe.lab.vm import Lab
+    spec = LabSpec(name=name, drives=drives, raid=raid, raid_drives=raid_drives, hosts=hosts, links=links,
+                   transport=transport, link_speed=link_speed, drive_mb=drive_mb, port_base=port_base,
+                   accel=accel, connect=not no_connect).validate()
+    run = app.new_run("lab-up")
+    handle = Lab.up(spec, app.runner(run), app.progress)
+    guests = ", ".join(f"{g} ssh 127.0.0.1:{v['ssh_port']}" for g, v in handle.state["guests"].items())
+    human = [f"lab {name} is up in {handle.state['timings']['ready_s']} s ({handle.state['accel']}): {guests}",
+             f"export {spec.subsystem_nqn}: {spec.raid} over {spec.array_drives} of {spec.drives} drives, "
+             f"{spec.transport}, {spec.links} link(s) per host"]
+    return finish(app, run, "lab up", {"lab": {k: handle.state[k] for k in
+                                               ("spec", "accel", "kernel", "guests", "drives", "links",
+                                                "exports", "timings")}}, human, Outcome.PASS)
+
+
+@lab.command()
+@name_option
+@click.option("--native", is_flag=True, help="The native lab on this machine.")
+@pass_app
+def status(app: App, name, native):
+    """Guests, drives (slot, serial, state), RAID, links and NVMe paths."""
+    if native:
+        from fxprobe.lab.native import native_status
+        run = app.new_run("lab-status")
+        data = native_status(name, app.runner(run))
+        return finish(app, run, "lab status", {"native": data}, [str(data.get("mdstat", ""))], Outcome.PASS)
+    from fxprobe.lab.vm import Lab
+    run = app.new_run("lab-status")
+    handle = Lab.load(name, app.runner(run))
+    data = handle.status()
+    human = [f"lab {name} ({data['accel']}, kernel {data['kernel']})"]
+    for guest, info in data["guests"].items():
+        human.append(f"  guest {guest}: {'running' if info['running'] else 'STOPPED'} ssh {info['ssh']}")
+    for md in data["md"]:
+        human.append(f"  md {md['name']} {md['level']} [{md.get('raid_disks')}/{md.get('working_disks')}] "
+                     f"[{md['health']}]" + (f" {md['action']} {md['progress']}%" if md.get("action") else ""))
+    pulled = [str(d["slot"]) for d in data["drives"] if d["state"] != "present"]
+    human.append(f"  drives: {len(data['drives']) - len(pulled)}/{len(data['drives'])} present"
+                 + (f", not present: slots {', '.join(pulled)}" if pulled else ""))
+    for link in data["links"]:
+        human.append(f"  link {link['host']}/{link['n']} {link['array_ip']}<->{link['host_ip']}: "
+                     f"{'up' if link['up'] else 'DOWN'} ({link['host_operstate']}, {link['speed_mbps']} Mb/s"
+                     + (f", throttled {link['rate']}" if link["rate"] else "") + ")")
+    for host, subsystems in data["nvme"].items():
+        for subsys in subsystems:
+            states = ", ".join(f"{p['controller']} {p['transport']} {p['state']}" for p in subsys["paths"])
+            human.append(f"  {host} {subsys['nqn']}: {states}")
+    return finish(app, run, "lab status", {"lab": data}, human, Outcome.PASS)
+
+
+@lab.command(name="exec", context_settings={"ignore_unknown_options": True})
+@name_option
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds before the command is stopped.")
+@click.argument("guest")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_app
+def exec_(app: App, name, timeout, guest, argv):
+    """Run ARGV in GUEST (array, host, host1...); prints its output, exits with its code."""
+    from fxprobe.lab.vm import Lab
+    run = app.new_run("lab-exec")
+    handle = Lab.load(name, app.runner(run))
+    result = handle.exec(guest, list(argv), timeout=timeout)
+    if app.json_output:
+        finish(app, run, "lab exec", {"guest": guest, "argv": list(argv), "exit_code": result.returncode,
+                                      "stdout": result.stdout, "stderr": result.stderr}, [], Outcome.PASS)
+    else:
+        run.finalize()
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+    if result.timed_out:
+        raise BadInput(f"`{' '.join(argv)}` in {guest} did not finish within {timeout:.0f} s", hint="raise --timeout")
+    return result.returncode
+
+
+@lab.command()
+@name_option
+@click.option("--native", is_flag=True, help="The native lab on this machine.")
+@pass_app
+def down(app: App, name, native):
+    """Stop the guests and remove every process, socket and file of the lab."""
+    run = app.new_run("lab-down")
+    if native:
+        from fxprobe.lab.native import native_down
+        done = native_down(name, app.runner(run))
+    else:
+        from fxprobe.lab.vm import down_by_name
+        done = down_by_name(name, app.runner(run))
+    return finish(app, run, "lab down", {"done": done}, done or [f"lab {name}: nothing to do"], Outcome.PASS)
+
+
+@lab.command(name="add-export")
+@name_option
+@click.argument("level")
+@click.argument("slots", nargs=-1, type=int, required=True)
+@click.option("--export-name", default="twin", show_default=True)
+@click.option("--no-connect", is_flag=True)
+@pass_app
+def add_export(app: App, name, level, slots, export_name, no_connect):
+    """Build md LEVEL over free drive SLOTS and export it as a second subsystem (no reboot)."""
+    from fxprobe.lab.vm import Lab
+    run = app.new_run("lab-add-export")
+    export = Lab.load(name, app.runner(run)).add_export(level, list(slots), export_name, not no_connect)
+    return finish(app, run, "lab add-export", {"export": export},
+                  [f"export {export['nqn']}: {level} over slots {', '.join(map(str, slots))}"], Outcome.PASS)
+
+
+@lab.group()
+def fault():
+    """Lab faults through QMP and tc: drives, links, throttling."""
+
+
+def _fault(app: App, name: str, action: str, call) -> int:
+    from fxprobe.lab.vm import Lab
+    run = app.new_run(f"lab-fault-{action}")
+    result = call(Lab.load(name, app.runner(run)))
+    return finish(app, run, f"lab fault {action}", {"fault": {"action": action, **result}},
+                  [f"{action}: " + ", ".join(f"{k}={v}" for k, v in result.items())], Outcome.PASS)
+
+
+@fault.command(name="drive-pull")
+@name_option
+@click.argument("slot", type=int)
+@pass_app
+def drive_pull(app, name, slot):
+    """Hot-remove drive SLOT from the array guest."""
+    return _fault(app, name, "drive-pull", lambda l: l.drive_pull(slot))
+
+
+@fault.command(name="drive-restore")
+@name_option
+@click.argument("slot", type=int)
+@pass_app
+def drive_restore(app, name, slot):
+    """Put drive SLOT back and add it back to its md array (starts recovery)."""
+    return _fault(app, name, "drive-restore", lambda l: l.drive_restore(slot))
+
+
+@fault.command(name="link-down")
+@name_option
+@click.option("--host", default="host1", show_default=True)
+@click.argument("n", type=int)
+@pass_app
+def link_down(app, name, host, n):
+    """Cut data link N of a host."""
+    return _fault(app, name, "link-down", lambda l: l.link_down(n, host))
+
+
+@fault.command(name="link-up")
+@name_option
+@click.option("--host", default="host1", show_default=True)
+@click.argument("n", type=int)
+@pass_app
+def link_up(app, name, host, n):
+    """Restore data link N of a host."""
+    return _fault(app, name, "link-up", lambda l: l.link_up(n, host))
+
+
+@fault.command()
+@name_option
+@click.option("--host", default="host1", show_default=True)
+@click.argument("n", type=int)
+@click.argument("rate")
+@pass_app
+def throttle(app, name, host, n, rate):
+    """Limit data link N to RATE (tc units, e.g. 200mbit; "off" removes the limit)."""
+    return _fault(app, name, "throttle", lambda l: l.throttle(n, rate, host))

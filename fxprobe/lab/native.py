@@ -1,0 +1,188 @@
+"""The native lab: the lab's array built on this machine with its own kernel modules.
+
+null_blk devices (or files on loop devices) -> md RAID -> nvmet over TCP on 127.0.0.1, then
+connected back with ``nvme connect`` (native multipath). The VM lab's array guest runs the same
+target code (``fxprobe.lab.target``), and the native lab itself is tested inside that guest.
+State: ``<lab home>/native-<name>/state.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fxprobe.errors import BadInput, FxprobeError, NotRunnable, ToolError
+from fxprobe.lab.spec import MIN_DRIVES, NAME_RE, RAID_LEVELS, SUBSYS_PREFIX
+from fxprobe.lab.target import PortSpec, build_export, remove_export
+from fxprobe.lab.vm import lab_home, port_is_free
+from fxprobe.nvmet import NvmetRoot
+from fxprobe.rundir import utc_stamp, write_json
+from fxprobe.runner import Runner
+
+NULLB_ROOT = Path("/sys/kernel/config/nullb")
+MODULES = ("nvmet", "nvmet-tcp", "nvme-tcp", "md_mod")
+NATIVE_PORT_ID = 900
+
+
+@dataclass(frozen=True)
+class NativeSpec:
+    name: str = "default"
+    drives: int = 4
+    raid: str = "raid6"
+    port: int = 4420
+    source: str = "auto"      # null_blk, files or auto (null_blk when its configfs exists)
+    drive_mb: int = 256
+    connect: bool = True
+
+    def validate(self) -> "NativeSpec":
+        if not NAME_RE.match(self.name):
+            raise BadInput(f"lab name {self.name!r}: use 1-20 lowercase letters, digits or '-'")
+        if self.raid not in RAID_LEVELS:
+            raise BadInput(f"--raid {self.raid!r}: unknown RAID level", hint=f"use one of {', '.join(RAID_LEVELS)}")
+        if not 1 <= self.drives <= 64:
+            raise BadInput(f"--drives {self.drives}: the native lab makes 1 to 64 devices")
+        if self.raid == "none" and self.drives != 1:
+            raise BadInput("--raid none exports one device: use --drives 1")
+        if self.raid != "none" and self.drives < MIN_DRIVES[self.raid]:
+            raise BadInput(f"--raid {self.raid} needs at least {MIN_DRIVES[self.raid]} drives")
+        if self.source not in ("auto", "null_blk", "files"):
+            raise BadInput(f"source {self.source!r}: use auto, null_blk or files")
+        return self
+
+    @property
+    def nqn(self) -> str:
+        return f"{SUBSYS_PREFIX}:native-{self.name}"
+
+    @property
+    def md_name(self) -> str:
+        return f"fxn-{self.name}"
+
+
+def folder_of(name: str) -> Path:
+    return lab_home() / f"native-{name}"
+
+
+def probe_native(runner: Runner) -> str | None:
+    """Why the native lab cannot run on this machine, or None (loads the modules it needs)."""
+    if not Path("/lib/modules", os.uname().release).is_dir() and not Path("/sys/module/nvmet").is_dir():
+        return f"this kernel ({os.uname().release}) has no loadable modules (/lib/modules/{os.uname().release} is missing)"
+    for module in MODULES:
+        loaded = runner.run(["modprobe", module], timeout=60)
+        if not loaded.ok:
+            return f"cannot load kernel module {module}: {(loaded.stderr.strip() or '?').splitlines()[-1]}"
+    if not Path("/sys/kernel/config").is_dir() or not any(Path("/sys/kernel/config").iterdir()):
+        runner.run(["mount", "-t", "configfs", "configfs", "/sys/kernel/config"], timeout=30)
+    return NvmetRoot().probe()
+
+
+def _make_nullb(index: int, size_mb: int) -> str:
+    folder = NULLB_ROOT / f"fxnb{index}"
+    folder.mkdir()
+    for attr, value in (("size", size_mb), ("blocksize", 512), ("memory_backed", 1), ("power", 1)):
+        (folder / attr).write_text(f"{value}\n")
+    number = (folder / "index").read_text().strip()
+    device = f"/dev/nullb{number}"
+    deadline = time.monotonic() + 10
+    while not Path(device).exists():
+        if time.monotonic() > deadline:
+            raise ToolError(f"{folder}: powered on, but {device} did not appear")
+        time.sleep(0.1)
+    return device
+
+
+def _make_loop(runner: Runner, folder: Path, index: int, size_mb: int) -> str:
+    image = folder / f"drive{index:02d}.img"
+    with open(image, "wb") as handle:
+        handle.truncate(size_mb << 20)
+    result = runner.run(["losetup", "--find", "--show", "--direct-io=on", str(image)], timeout=30, check=True,
+                        what="attaching a loop device")
+    return result.stdout.strip()
+
+
+def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> dict:
+    spec.validate()
+    folder = folder_of(spec.name)
+    if (folder / "state.json").exists():
+        raise BadInput(f"native lab {spec.name!r} is already up", hint=f"fxprobe lab down --native --name {spec.name}")
+    if not port_is_free(spec.port):
+        raise BadInput(f"port {spec.port} on 127.0.0.1 is already taken", hint="pick another --port-base")
+    reason = probe_native(runner)
+    if reason:
+        raise NotRunnable(f"native lab: {reason}", hint="use the VM lab (fxprobe lab up) on this machine")
+    source = spec.source
+    if source == "auto":
+        runner.run(["modprobe", "null_blk", "nr_devices=0"], timeout=60)
+        source = "null_blk" if NULLB_ROOT.is_dir() else "files"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    state = {"name": spec.name, "spec": asdict(spec), "source": source, "devices": [], "nqn": spec.nqn,
+             "md": spec.md_name if spec.raid != "none" else None, "level": spec.raid, "port": spec.port,
+             "created": utc_stamp(), "connected_as": None}
+    write_json(folder / "state.json", state)
+    try:
+        progress(f"native: {spec.drives} {source} devices")
+        for index in range(spec.drives):
+            device = _make_nullb(index, spec.drive_mb) if source == "null_blk" else \
+                _make_loop(runner, folder, index, spec.drive_mb)
+            state["devices"].append(device)
+            write_json(folder / "state.json", state)
+        progress(f"native: {spec.raid} exported as {spec.nqn} on 127.0.0.1:{spec.port}")
+        build_export(runner, nqn=spec.nqn, md_name=spec.md_name, level=spec.raid, devices=state["devices"],
+                     ports=[PortSpec(NATIVE_PORT_ID, "tcp", "127.0.0.1", spec.port)], serial="FXNATIVE")
+        state["exported"] = True
+        write_json(folder / "state.json", state)
+        if spec.connect:
+            runner.run(["nvme", "connect", "-t", "tcp", "-a", "127.0.0.1", "-s", str(spec.port), "-n", spec.nqn],
+                       timeout=60, check=True, what="connecting to the native lab")
+            state["connected_as"] = "nvme-tcp 127.0.0.1"
+            write_json(folder / "state.json", state)
+    except (FxprobeError, OSError) as exc:
+        native_down(spec.name, runner)
+        if isinstance(exc, FxprobeError):
+            raise
+        raise ToolError(f"native lab up failed: {exc}") from None
+    return state
+
+
+def _load(name: str) -> dict:
+    path = folder_of(name) / "state.json"
+    if not path.exists():
+        raise BadInput(f"no native lab named {name!r} is up ({path} does not exist)",
+                       hint="start one: fxprobe lab up --native")
+    return json.loads(path.read_text())
+
+
+def native_status(name: str, runner: Runner) -> dict:
+    from fxprobe.lab.guestinfo import collect
+    state = _load(name)
+    info = collect()
+    return {**state, "md_arrays": info["md"], "nvmet": NvmetRoot().dump(),
+            "nvme": [s for s in info["nvme_subsystems"] if s["nqn"] == state["nqn"]]}
+
+
+def native_down(name: str, runner: Runner) -> list[str]:
+    """Disconnect, unexport, stop md, free the devices, remove the state: in that order."""
+    folder = folder_of(name)
+    state = _load(name)
+    done = []
+    if state.get("connected_as"):
+        runner.run(["nvme", "disconnect", "-n", state["nqn"]], timeout=60)
+        done.append(f"disconnected {state['nqn']}")
+    if NvmetRoot().path.is_dir():
+        done += remove_export(runner, nqn=state["nqn"], md_name=state.get("md"))
+    for index, device in enumerate(state["devices"]):
+        if state["source"] == "null_blk":
+            nullb = NULLB_ROOT / f"fxnb{index}"
+            if nullb.is_dir():
+                (nullb / "power").write_text("0\n")
+                nullb.rmdir()
+        else:
+            runner.run(["losetup", "-d", device], timeout=30)
+        done.append(f"released {device}")
+    shutil.rmtree(folder)
+    done.append(f"removed {folder}")
+    return done

@@ -1,0 +1,141 @@
+"""QEMU command lines for the lab guests (pure functions), and the cached KVM probe."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxprobe.lab.kernel import LabKernel, cache_root
+from fxprobe.runner import Runner
+
+QEMU = "qemu-system-x86_64"
+
+
+def qemu_binary() -> str:
+    """The QEMU to run: ``$FXPROBE_QEMU`` or qemu-system-x86_64 from PATH."""
+    return os.environ.get("FXPROBE_QEMU") or QEMU
+
+FIRST_DRIVE_SLOT = 3     # PCI slot of drive 0 on the root bus (0: host bridge, 1: ISA, 2: NIC bridge)
+MAX_DRIVES = 28          # root-bus slots 3..30: every drive is hot-pluggable there
+
+
+@dataclass(frozen=True)
+class Nic:
+    """A data NIC: ``netdev`` is the QEMU id (also the guest's interface name)."""
+
+    netdev: str
+    mac: str
+    address: str              # a.b.c.d/prefix inside the guest
+    listen: int | None = None  # socket netdev: listen on 127.0.0.1:port ...
+    connect: int | None = None  # ... or connect to it
+    speed: int = 100000        # advertised Mb/s
+
+
+@dataclass(frozen=True)
+class Drive:
+    slot: int
+    serial: str
+    image: str
+
+    def device_args(self) -> dict:
+        """The ``device_add`` arguments, identical at boot and on restore."""
+        return {"driver": "nvme", "id": f"drive{self.slot}", "drive": f"nv{self.slot}",
+                "serial": self.serial, "bus": "pci.0", "addr": hex(FIRST_DRIVE_SLOT + self.slot)}
+
+
+@dataclass(frozen=True)
+class GuestConfig:
+    name: str
+    folder: Path              # the guest's writable share (and console, QMP socket)
+    ssh_port: int
+    mgmt_mac: str
+    memory_mb: int
+    cpus: int
+    nics: tuple[Nic, ...] = ()
+    drives: tuple[Drive, ...] = ()
+
+    @property
+    def qmp_socket(self) -> Path:
+        return self.folder / "qmp.sock"
+
+    @property
+    def console(self) -> Path:
+        return self.folder / "console.log"
+
+
+def device_option(args: dict) -> str:
+    args = dict(args)
+    driver = args.pop("driver")
+    return ",".join([driver] + [f"{k}={v}" for k, v in args.items()])
+
+
+def guest_argv(guest: GuestConfig, kernel: LabKernel, initramfs: Path, stage2: Path,
+               accel: str) -> list[str]:
+    accel_args = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else \
+        ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    append = ("console=ttyS0 loglevel=4 panic=-1 net.ifnames=0 nvme_core.multipath=Y "
+              f"fxlab.stage2={stage2}")
+    argv = [qemu_binary(), "-name", f"fxlab-{guest.name}", "-machine", "pc", *accel_args,
+            "-smp", str(guest.cpus), "-m", str(guest.memory_mb),
+            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-serial", f"file:{guest.console}",
+            "-qmp", f"unix:{guest.qmp_socket},server=on,wait=off",
+            "-kernel", str(kernel.vmlinuz), "-initrd", str(initramfs), "-append", append,
+            "-device", "pci-bridge,id=nics,chassis_nr=1,bus=pci.0,addr=0x2"]
+    shares = (("hostroot", "/", ",readonly=on,multidevs=remap"),
+              ("modules", str(kernel.modules_base), ",readonly=on"),
+              ("fxlab", str(guest.folder), ""))
+    for index, (tag, path, extra) in enumerate(shares):
+        argv += ["-fsdev", f"local,id=fs-{tag},path={path},security_model=passthrough{extra}",
+                 "-device", f"virtio-9p-pci,fsdev=fs-{tag},mount_tag={tag},bus=nics,addr={hex(0x10 + index)}"]
+    argv += ["-netdev", f"user,id=mgmt,net=10.0.2.0/24,restrict=on,hostfwd=tcp:127.0.0.1:{guest.ssh_port}-:22",
+            "-device", f"virtio-net-pci,netdev=mgmt,id=nic-mgmt,mac={guest.mgmt_mac},bus=nics,addr=0x1,romfile="]
+    for index, nic in enumerate(guest.nics, start=2):
+        where = f"listen=127.0.0.1:{nic.listen}" if nic.listen else f"connect=127.0.0.1:{nic.connect}"
+        argv += ["-netdev", f"socket,id={nic.netdev},{where}",
+                 "-device", f"virtio-net-pci,netdev={nic.netdev},id=nic-{nic.netdev},mac={nic.mac},"
+                            f"speed={nic.speed},duplex=full,bus=nics,addr={hex(index)},romfile="]
+    for drive in guest.drives:
+        argv += ["-blockdev", f"driver=file,filename={drive.image},node-name=file{drive.slot},cache.direct=off",
+                 "-blockdev", f"driver=raw,file=file{drive.slot},node-name=nv{drive.slot}",
+                 "-device", device_option(drive.device_args())]
+    return argv
+
+
+# -- acceleration -----------------------------------------------------------------
+
+def _probe_cache() -> Path:
+    return cache_root() / "accel.json"
+
+
+def _probe_key(kernel: LabKernel) -> str:
+    return f"{platform.release()}|{kernel.version}"
+
+
+def choose_accel(runner: Runner, kernel: LabKernel, initramfs: Path, requested: str = "auto",
+                 progress=lambda text: None) -> str:
+    """"kvm" if a KVM guest boots here (probed once, result cached), else "tcg"."""
+    if requested in ("kvm", "tcg"):
+        return requested
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    cache = _probe_cache()
+    known = json.loads(cache.read_text()) if cache.exists() else {}
+    key = _probe_key(kernel)
+    if key in known:
+        return known[key]
+    progress("accel: probing KVM once (the result is cached)")
+    argv = [qemu_binary(), "-accel", "kvm", "-cpu", "host", "-m", "256", "-nodefaults", "-no-user-config",
+            "-display", "none", "-no-reboot", "-serial", "stdio",
+            "-kernel", str(kernel.vmlinuz), "-initrd", str(initramfs),
+            "-append", "console=ttyS0 loglevel=1 panic=-1 fxlab.probe"]
+    result = runner.run(argv, timeout=20, label="kvm-probe")
+    accel = "kvm" if "FXLAB-PROBE-OK" in result.stdout else "tcg"
+    known[key] = accel
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(known, indent=2) + "\n")
+    progress(f"accel: {accel}")
+    return accel

@@ -1,0 +1,633 @@
+"""The VM lab: an array guest and host guests under QEMU, reached over SSH like real nodes.
+
+Python API (what the other features use)::
+
+    lab = Lab.load("default")               # a lab started by `fxprobe lab up` (any process)
+    host = lab.guest("host1")               # a fxprobe.hosts.SshHost
+    lab.exec("array", ["cat", "/proc/mdstat"], timeout=30)   # -> CommandResult
+    lab.drive_pull(3); lab.drive_restore(3)
+    lab.link_down(2, host="host1"); lab.link_up(2, host="host1")
+    lab.throttle(1, "200mbit", host="host1"); lab.throttle(1, "off")
+    lab.add_export("raid0", [20, 21], name="twin")   # a second subsystem, no reboot
+    lab.status()                            # dict: guests, drives, md, links, paths
+    lab.down()
+
+Everything a new process needs is in ``<lab folder>/state.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from fxprobe.errors import BadInput, FxprobeError, NotRunnable, ToolError
+from fxprobe.hosts import SshHost
+from fxprobe.lab import sshkeys
+from fxprobe.lab.initramfs import ensure_initramfs, guest_file
+from fxprobe.lab.kernel import ensure_kernel
+from fxprobe.lab.qemu import Drive, GuestConfig, Nic, choose_accel, guest_argv, qemu_binary
+from fxprobe.lab.spec import (NVME_PORT, SUBSYS_PREFIX, LabSpec, LinkPlan, drive_serial, host_identity,
+                              hosts_file, link_plan)
+from fxprobe.qmp import Qmp
+from fxprobe.rundir import utc_stamp, write_json
+from fxprobe.runner import CommandResult, Runner
+
+GUEST_MODULES = ("configfs", "nvme", "nvme-tcp", "nvme-rdma", "nvmet", "nvmet-tcp", "nvmet-rdma",
+                 "rdma_rxe", "ib_uverbs", "rdma_ucm", "raid0", "raid1", "raid10", "raid456",
+                 "null_blk nr_devices=0", "loop", "dm_delay", "dm_flakey", "sch_tbf")
+ARRAY_MEMORY_MB = 1024
+HOST_MEMORY_MB = 768
+DATA_MTU = 9000
+READY_TIMEOUT = 300
+RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)$")
+MAIN_MD = "fxlab"
+STATE = "state.json"
+
+
+def lab_home() -> Path:
+    base = os.environ.get("FXPROBE_LAB_HOME") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "fxprobe", "labs")
+    return Path(base)
+
+
+def listening_ports(proc_net: Path = Path("/proc/net/tcp")) -> set[int]:
+    """TCP ports in LISTEN state (IPv4) from /proc/net/tcp."""
+    ports = set()
+    try:
+        lines = proc_net.read_text().splitlines()[1:]
+    except OSError:
+        return ports
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "0A":
+            ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def choose_ports(spec: LabSpec) -> list[int]:
+    if spec.port_base is not None:
+        ports = list(range(spec.port_base, spec.port_base + spec.port_count))
+        for port in ports:
+            if not port_is_free(port):
+                raise BadInput(f"--port-base {spec.port_base}: port {port} on 127.0.0.1 is already taken",
+                               hint="pick another --port-base, or leave it out to use free ports")
+        return ports
+    held = []
+    try:
+        for _ in range(spec.port_count):
+            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            probe.bind(("127.0.0.1", 0))
+            held.append(probe)
+        return [probe.getsockname()[1] for probe in held]
+    finally:
+        for probe in held:
+            probe.close()
+
+
+def check_capacity(spec: LabSpec, folder_parent: Path) -> None:
+    need_mb = ARRAY_MEMORY_MB + 16 * spec.drives + HOST_MEMORY_MB * spec.hosts
+    free_mb = psutil.virtual_memory().available // (1 << 20)
+    if need_mb + 512 > free_mb:
+        raise BadInput(f"the lab needs about {need_mb} MiB of memory, this machine has {free_mb} MiB available",
+                       hint="use fewer --hosts or --drives")
+    folder_parent.mkdir(parents=True, exist_ok=True)
+    disk = shutil.disk_usage(folder_parent)
+    need_disk = spec.drives * spec.drive_mb * (1 << 20)
+    if need_disk > disk.free:
+        raise BadInput(f"{spec.drives} drives of {spec.drive_mb} MiB need {need_disk >> 20} MiB in {folder_parent}, "
+                       f"only {disk.free >> 20} MiB free", hint="use fewer --drives or a smaller --drive-mb")
+
+
+def check_tools() -> None:
+    for tool, package in ((qemu_binary(), "qemu-system-x86"), ("ssh", "openssh-client"),
+                          ("ssh-keygen", "openssh-client")):
+        if shutil.which(tool) is None:
+            raise NotRunnable(f"`{tool}` is not installed: the VM lab cannot start",
+                              hint=f"apt-get install --no-install-recommends {package}")
+    if not os.access("/usr/sbin/sshd", os.X_OK):
+        raise NotRunnable("/usr/sbin/sshd is missing: the lab guests use the host's sshd",
+                          hint="apt-get install openssh-server")
+
+
+def _alive(pid: int | None, marker: str = "fxlab-") -> bool:
+    if not pid:
+        return False
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and any(marker in a for a in process.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no console output)"
+
+
+def parse_path_lines(text: str) -> list[dict]:
+    """Lines "NQN CONTROLLER STATE TRANSPORT ADDRESS" (see ``Lab.live_paths``) as dicts."""
+    paths = []
+    for line in text.splitlines():
+        parts = line.split(None, 4)
+        if len(parts) >= 4:
+            paths.append({"nqn": parts[0], "controller": parts[1], "state": parts[2], "transport": parts[3],
+                          "address": parts[4] if len(parts) == 5 else ""})
+    return paths
+
+
+class Lab:
+    """A running VM lab, described by its state file."""
+
+    def __init__(self, folder: Path, state: dict, runner: Runner | None = None):
+        self.folder = Path(folder)
+        self.state = state
+        self.runner = runner or Runner()
+        self._children: dict[str, object] = {}
+
+    # -- loading and saving -----------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.state["spec"]["name"]
+
+    @property
+    def spec(self) -> LabSpec:
+        return LabSpec.from_dict(self.state["spec"])
+
+    @classmethod
+    def load(cls, name: str = "default", runner: Runner | None = None) -> "Lab":
+        folder = lab_home() / name
+        path = folder / STATE
+        if not path.exists():
+            raise BadInput(f"no lab named {name!r} is up ({path} does not exist)", hint="start one: fxprobe lab up")
+        try:
+            state = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path}: not valid JSON ({exc.msg}); remove the lab with `fxprobe lab down --name {name}`") from None
+        return cls(folder, state, runner)
+
+    def save(self) -> None:
+        write_json(self.folder / STATE, self.state)
+
+    # -- guests -----------------------------------------------------------------------
+    def guest_name(self, name: str) -> str:
+        name = "host1" if name == "host" else name
+        if name not in self.state["guests"]:
+            raise BadInput(f"no guest {name!r} in lab {self.name!r}",
+                           hint=f"guests: {', '.join(self.state['guests'])}")
+        return name
+
+    def guest(self, name: str) -> SshHost:
+        """The guest as a remote node: every fxprobe feature runs commands there through this."""
+        name = self.guest_name(name)
+        return SshHost(name=name, address="127.0.0.1", port=self.state["guests"][name]["ssh_port"], user="root",
+                       identity=self.folder / sshkeys.CLIENT_KEY, known_hosts=self.folder / sshkeys.KNOWN_HOSTS)
+
+    def exec(self, guest: str, argv: list[str], timeout: float = 120, check: bool = False,
+             input: str | None = None, label: str | None = None) -> CommandResult:
+        return self.runner.run(argv, timeout=timeout, host=self.guest(guest), check=check, input=input,
+                               label=label, what=f"in lab guest {guest}")
+
+    def python(self, module: str, *args: str) -> list[str]:
+        """argv that runs a fxprobe module with the project's Python inside a guest."""
+        return [self.state["python"], "-m", module, *args]
+
+    def qmp(self, guest: str) -> Qmp:
+        return Qmp(Path(self.state["guests"][self.guest_name(guest)]["qmp"]))
+
+    def guest_info(self, guest: str) -> dict:
+        result = self.exec(guest, self.python("fxprobe.lab.guestinfo"), timeout=60, check=True, label="guestinfo")
+        return json.loads(result.stdout)
+
+    def links(self, host: str | None = None) -> list[dict]:
+        return [l for l in self.state["links"] if host is None or l["host"] == self.guest_name(host)]
+
+    def link(self, n: int, host: str = "host1") -> dict:
+        host = self.guest_name(host)
+        for link in self.state["links"]:
+            if link["host"] == host and link["n"] == int(n):
+                return link
+        raise BadInput(f"no link {n} on {host}", hint=f"links: 1..{self.spec.links}")
+
+    def drive(self, slot: int) -> dict:
+        for drive in self.state["drives"]:
+            if drive["slot"] == int(slot):
+                return drive
+        raise BadInput(f"no drive slot {slot}", hint=f"slots: 0..{len(self.state['drives']) - 1}")
+
+    # -- bring-up ---------------------------------------------------------------------
+    @classmethod
+    def up(cls, spec: LabSpec, runner: Runner | None = None, progress=lambda text: None) -> "Lab":
+        spec.validate()
+        check_tools()
+        folder = lab_home() / spec.name
+        if (folder / STATE).exists():
+            existing = cls.load(spec.name, runner)
+            if any(_alive(g.get("pid")) for g in existing.state["guests"].values()):
+                raise BadInput(f"lab {spec.name!r} is already up", hint=f"fxprobe lab down --name {spec.name}")
+            existing.down()
+        check_capacity(spec, folder.parent)
+        ports = choose_ports(spec)
+        runner = runner or Runner()
+        started = time.monotonic()
+        kernel = ensure_kernel(runner, progress)
+        initramfs = ensure_initramfs(runner, kernel)
+        accel = choose_accel(runner, kernel, initramfs, spec.accel, progress)
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        lab = cls(folder, {"spec": spec.to_dict(), "created": utc_stamp(), "accel": accel,
+                           "kernel": kernel.to_dict(), "python": sys.executable, "guests": {},
+                           "drives": [], "links": [], "exports": [], "timings": {}}, runner)
+        try:
+            lab._prepare(spec, ports)
+            lab._boot(spec, kernel, initramfs, accel, progress)
+            lab.state["timings"]["booted_s"] = round(time.monotonic() - started, 1)
+            lab._build_array(spec, progress)
+            if spec.connect:
+                lab._connect_hosts(lab.state["exports"][0]["nqn"], progress)
+            lab.state["timings"]["ready_s"] = round(time.monotonic() - started, 1)
+            lab.state["ready"] = utc_stamp()
+            lab.save()
+        except (FxprobeError, OSError, KeyboardInterrupt) as exc:
+            for name in lab.state["guests"]:
+                progress(f"--- console of {name} (last lines) ---\n{_tail(folder / name / 'console.log')}")
+            lab.down()
+            if isinstance(exc, FxprobeError):
+                raise
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise ToolError(f"lab up failed: {exc}") from None
+        progress(f"ready in {lab.state['timings']['ready_s']} s")
+        return lab
+
+    def _prepare(self, spec: LabSpec, ports: list[int]) -> None:
+        token = os.urandom(4).hex()
+        self.state["token"] = token
+        client_pub, host_pub = sshkeys.make_keys(self.runner, self.folder)
+        plan = link_plan(spec)
+        ssh_ports = dict(zip(spec.guest_names, ports))
+        socket_ports = ports[len(spec.guest_names):]
+        drives_dir = self.folder / "drives"
+        drives_dir.mkdir(mode=0o700, exist_ok=True)
+        for slot in range(spec.drives):
+            image = drives_dir / f"slot{slot:02d}.img"
+            with open(image, "wb") as handle:
+                handle.truncate(spec.drive_mb << 20)
+            self.state["drives"].append({"slot": slot, "serial": drive_serial(token, slot), "image": str(image),
+                                         "present": True, "export": None})
+        for link, port in zip(plan, socket_ports):
+            self.state["links"].append({**link.to_dict(), "socket_port": port, "up": True, "rate": None})
+        sshkeys.write_known_hosts(self.folder, host_pub, ssh_ports.values())
+        for index, name in enumerate(spec.guest_names):
+            share = self.folder / name
+            share.mkdir(mode=0o700, exist_ok=True)
+            hostnqn, hostid = host_identity(token, name)
+            env = {"FXLAB_NAME": name, "FXLAB_MTU": DATA_MTU, "FXLAB_RXE": 1, "FXLAB_HOSTNQN": hostnqn,
+                   "FXLAB_HOSTID": hostid, "FXLAB_FORWARD": int(name == "array")}
+            (share / "guest.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+            (share / "modules").write_text("\n".join(GUEST_MODULES) + "\n")
+            (share / "hosts").write_text(hosts_file(spec, name))
+            nics = [f"52:54:00:00:{index:02x}:00 mgmt 10.0.2.15/24"]
+            routes = []
+            for link in plan:
+                if name == "array":
+                    nics.append(f"{link.mac(1)} {link.array_nic} {link.array_ip}/24")
+                elif name == f"host{link.host}":
+                    nics.append(f"{link.mac(2)} {link.host_nic} {link.host_ip}/24")
+                    routes.append(f"10.{link.n}.0.0/16 {link.array_ip}")
+            (share / "nics").write_text("\n".join(nics) + "\n")
+            (share / "routes").write_text("\n".join(routes) + ("\n" if routes else ""))
+            sshkeys.write_guest_files(self.folder, share, client_pub, os.path.dirname(sys.executable))
+            self.state["guests"][name] = {"ssh_port": ssh_ports[name], "qmp": str(share / "qmp.sock"),
+                                          "console": str(share / "console.log"), "pid": None,
+                                          "hostnqn": hostnqn, "cpus": 1, "memory_mb": 0}
+        self.save()
+
+    def _guest_config(self, spec: LabSpec, name: str, index: int) -> GuestConfig:
+        share = self.folder / name
+        nics = []
+        for link in self.state["links"]:
+            plan = LinkPlan(int(link["host"][4:]), link["n"])
+            if name == "array":
+                nics.append(Nic(plan.array_nic, plan.mac(1), plan.array_ip, listen=link["socket_port"],
+                                speed=spec.link_speed))
+            elif name == link["host"]:
+                nics.append(Nic(plan.host_nic, plan.mac(2), plan.host_ip, connect=link["socket_port"],
+                                speed=spec.link_speed))
+        drives = tuple(Drive(d["slot"], d["serial"], d["image"]) for d in self.state["drives"]) \
+            if name == "array" else ()
+        memory = ARRAY_MEMORY_MB + 16 * spec.drives if name == "array" else HOST_MEMORY_MB
+        return GuestConfig(name, share, self.state["guests"][name]["ssh_port"], f"52:54:00:00:{index:02x}:00",
+                           memory, 1, tuple(nics), drives)
+
+    def _boot(self, spec: LabSpec, kernel, initramfs: Path, accel: str, progress) -> None:
+        stage2 = guest_file("stage2.sh")
+        for index, name in enumerate(spec.guest_names):
+            config = self._guest_config(spec, name, index)
+            argv = guest_argv(config, kernel, initramfs, stage2, accel)
+            progress(f"guests: starting {name} ({len(config.drives)} drives, {len(config.nics)} data links, {accel})")
+            child = self.runner.start(argv, label=f"qemu-{name}", stdout_path=config.folder / "qemu.out",
+                                      stderr_path=config.folder / "qemu.err")
+            self._children[name] = child
+            self.state["guests"][name].update(pid=child.pid, memory_mb=config.memory_mb, argv=argv)
+            self.save()
+            if name == "array":
+                self._wait_listening([l["socket_port"] for l in self.state["links"]], name)
+        self._wait_ready(progress)
+
+    def _check_running(self, name: str) -> None:
+        child = self._children.get(name)
+        if child is not None and not child.alive():
+            out, err = child.output()
+            raise ToolError(f"QEMU for guest {name} exited with code {child.process.poll()}: "
+                            f"{(err.strip().splitlines() or ['(no message)'])[-1]}")
+
+    def _wait_listening(self, ports: list[int], name: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not set(ports) <= listening_ports():
+            self._check_running(name)
+            if time.monotonic() > deadline:
+                raise ToolError(f"guest {name}: QEMU did not open its link sockets {ports} within {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def _wait_ready(self, progress) -> None:
+        pending = list(self.state["guests"])
+        deadline = time.monotonic() + READY_TIMEOUT
+        progress(f"guests: booting {', '.join(pending)}")
+        while pending:
+            for name in list(pending):
+                self._check_running(name)
+                probe = self.runner.run(["test", "-e", "/run/fxlab-ready"], timeout=20, host=self.guest(name),
+                                        label=f"ready-{name}")
+                if probe.ok:
+                    pending.remove(name)
+                    progress(f"guests: {name} is up")
+            if pending and time.monotonic() > deadline:
+                raise ToolError(f"guests {', '.join(pending)} not ready within {READY_TIMEOUT} s",
+                                hint=f"see {self.folder}/<guest>/console.log")
+            if pending:
+                time.sleep(1)
+
+    def _build_array(self, spec: LabSpec, progress) -> None:
+        slots = list(range(spec.array_drives))
+        level = spec.raid
+        progress(f"array: {level} over {len(slots)} drives, exported as {spec.subsystem_nqn} over {spec.transport}")
+        self._create_export(level, slots, name=MAIN_MD, nqn=spec.subsystem_nqn)
+
+    def _create_export(self, level: str, slots: list[int], name: str, nqn: str) -> dict:
+        transport = self.spec.transport
+        args = ["create", "--nqn", nqn, "--md", name, "--level", level, "--serial-number", f"FXLAB{name[:8].upper()}"]
+        for slot in slots:
+            args += ["--drive-serial", self.drive(slot)["serial"]]
+        for link in self.state["links"]:
+            args += ["--port", f"{link['nvmet_port']}:{transport}:{link['array_ip']}:{NVME_PORT}"]
+        result = self.exec("array", self.python("fxprobe.lab.target", *args), timeout=180, label=f"target-{name}")
+        if not result.ok:
+            raise ToolError(f"building export {name} in the array guest failed: "
+                            f"{(result.stderr.strip().splitlines() or ['?'])[-1]}")
+        export = {"name": name, "nqn": nqn, "level": level, "slots": slots, "transport": transport,
+                  "backing": json.loads(result.stdout)["backing"], "connected": []}
+        for slot in slots:
+            self.drive(slot)["export"] = name
+        self.state["exports"].append(export)
+        self.save()
+        return export
+
+    def _connect_hosts(self, nqn: str, progress) -> None:
+        export = self.export(nqn)
+        for host in [g for g in self.state["guests"] if g != "array"]:
+            for link in self.links(host):
+                progress(f"hosts: {host} connecting to {link['array_ip']} (link {link['n']}, {export['transport']})")
+                self.exec(host, ["nvme", "connect", "-t", export["transport"], "-a", link["array_ip"],
+                                 "-s", str(NVME_PORT), "-n", nqn], timeout=60, check=True, label=f"connect-{host}")
+            export["connected"].append(host)
+            self.wait_paths(host, nqn, len(self.links(host)))
+        self.save()
+
+    def export(self, key: str) -> dict:
+        for export in self.state["exports"]:
+            if key in (export["name"], export["nqn"]):
+                return export
+        raise BadInput(f"no export {key!r} in lab {self.name!r}",
+                       hint=f"exports: {', '.join(e['name'] for e in self.state['exports']) or 'none'}")
+
+    def live_paths(self, host: str, nqn: str) -> list[dict]:
+        """Live NVMe-oF paths (controllers) of ``host`` to subsystem ``nqn``, read from sysfs."""
+        script = ('for c in /sys/class/nvme-subsystem/*/nvme[0-9]*; do [ -e "$c/state" ] || continue; '
+                  'echo "$(cat "${c%/*}/subsysnqn") ${c##*/} $(cat "$c/state") $(cat "$c/transport") '
+                  '$(cat "$c/address")"; done')
+        result = self.exec(host, ["sh", "-c", script], timeout=30, check=True, label="paths")
+        return [p for p in parse_path_lines(result.stdout) if p["nqn"] == nqn and p["state"] == "live"]
+
+    def wait_paths(self, host: str, nqn: str, count: int, timeout: float = 60) -> list[dict]:
+        """Wait until ``host`` has exactly ``count`` live paths to ``nqn``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            live = self.live_paths(host, nqn)
+            if len(live) == count:
+                return live
+            if time.monotonic() > deadline:
+                raise ToolError(f"{host}: {len(live)} live paths to {nqn} after {timeout:.0f} s, expected {count}")
+            time.sleep(1)
+
+    # -- second export (e.g. a raid0 "fail twin") -------------------------------------------
+    def add_export(self, level: str, slots: list[int], name: str = "twin", connect: bool = True) -> dict:
+        """Build md ``level`` over free drive ``slots`` and export it as another subsystem, no reboot."""
+        if not re.match(r"^[a-z][a-z0-9]{0,11}$", name) or name == MAIN_MD:
+            raise BadInput(f"export name {name!r}: 1-12 lowercase letters/digits, not {MAIN_MD!r}")
+        if any(e["name"] == name for e in self.state["exports"]):
+            raise BadInput(f"export {name!r} exists already")
+        for slot in slots:
+            drive = self.drive(slot)
+            if drive["export"] or not drive["present"]:
+                raise BadInput(f"drive slot {slot} is {'in export ' + drive['export'] if drive['export'] else 'pulled'}",
+                               hint="pick free slots (start the lab with --raid-drives K to leave some out)")
+        export = self._create_export(level, [int(s) for s in slots], name, f"{SUBSYS_PREFIX}:{self.name}:{name}")
+        if connect:
+            self._connect_hosts(export["nqn"], lambda text: None)
+        return export
+
+    def remove_export(self, name: str) -> None:
+        export = self.export(name)
+        if export["name"] == MAIN_MD:
+            raise BadInput("the main export goes away with `lab down`")
+        for host in export["connected"]:
+            self.exec(host, ["nvme", "disconnect", "-n", export["nqn"]], timeout=60)
+        self.exec("array", self.python("fxprobe.lab.target", "remove", "--nqn", export["nqn"], "--md", export["name"]),
+                  timeout=120, check=True)
+        for slot in export["slots"]:
+            self.drive(slot)["export"] = None
+        self.state["exports"].remove(export)
+        self.save()
+
+    # -- faults ----------------------------------------------------------------------
+    def drive_pull(self, slot: int) -> dict:
+        """Hot-remove drive ``slot`` (QMP device_del); md marks it failed and runs degraded."""
+        drive = self.drive(slot)
+        if not drive["present"]:
+            raise BadInput(f"drive slot {slot} is already pulled", hint=f"fxprobe lab fault drive-restore {slot}")
+        with self.qmp("array") as qmp:
+            qmp.command("device_del", id=f"drive{drive['slot']}")
+            event = qmp.wait_event("DEVICE_DELETED", 30, {"device": f"drive{drive['slot']}"})
+        if event is None:
+            raise ToolError(f"drive slot {slot}: the array guest did not release the device within 30 s")
+        drive["present"] = False
+        drive["pulled"] = utc_stamp()
+        self.save()
+        if drive["export"]:
+            md = f"/dev/md/{drive['export']}"
+            self.exec("array", ["mdadm", md, "--fail", "detached", "--remove", "detached"], timeout=60)
+        return {"slot": drive["slot"], "serial": drive["serial"], "pulled": drive["pulled"]}
+
+    def drive_restore(self, slot: int) -> dict:
+        """Plug drive ``slot`` back (QMP device_add, same serial and PCI slot) and add it back to md."""
+        drive = self.drive(slot)
+        if drive["present"]:
+            raise BadInput(f"drive slot {slot} is present", hint=f"fxprobe lab fault drive-pull {slot} first")
+        with self.qmp("array") as qmp:
+            qmp.command("device_add", **Drive(drive["slot"], drive["serial"], drive["image"]).device_args())
+        drive["present"] = True
+        drive.pop("pulled", None)
+        self.save()
+        found = self.exec("array", self.python("fxprobe.lab.target", "wait-serial", drive["serial"]),
+                          timeout=90, check=True, label="wait-serial")
+        device = found.stdout.strip()
+        result = {"slot": drive["slot"], "serial": drive["serial"], "device": device}
+        if drive["export"]:
+            md = f"/dev/md/{drive['export']}"
+            added = self.exec("array", ["mdadm", md, "--re-add", device], timeout=60)
+            if not added.ok:
+                self.exec("array", ["mdadm", md, "--add", device], timeout=60, check=True)
+            result["md"] = md
+        return result
+
+    def _set_link(self, n: int, host: str, up: bool) -> dict:
+        link = self.link(n, host)
+        with self.qmp(link["host"]) as qmp:
+            qmp.command("set_link", name=f"nic-{link['host_nic']}", up=up)
+        with self.qmp("array") as qmp:
+            qmp.command("set_link", name=f"nic-{link['array_nic']}", up=up)
+        link["up"] = up
+        link["changed"] = utc_stamp()
+        self.save()
+        return {"host": link["host"], "n": link["n"], "up": up, "at": link["changed"]}
+
+    def link_down(self, n: int, host: str = "host1") -> dict:
+        """Cut data link ``n`` of ``host`` at both ends (QMP set_link up=false)."""
+        return self._set_link(n, host, False)
+
+    def link_up(self, n: int, host: str = "host1") -> dict:
+        return self._set_link(n, host, True)
+
+    def throttle(self, n: int, rate: str, host: str = "host1") -> dict:
+        """Limit link ``n`` both ways with a tbf qdisc (``rate`` in tc units, e.g. 200mbit; "off" removes it)."""
+        link = self.link(n, host)
+        if rate != "off" and not RATE_RE.match(rate):
+            raise BadInput(f"rate {rate!r}: use tc units such as 100mbit or 2gbit, or off")
+        for guest, nic in ((link["host"], link["host_nic"]), ("array", link["array_nic"])):
+            if rate == "off":
+                self.exec(guest, ["tc", "qdisc", "del", "dev", nic, "root"], timeout=30)
+            else:
+                self.exec(guest, ["tc", "qdisc", "replace", "dev", nic, "root", "tbf", "rate", rate,
+                                  "burst", "256kb", "latency", "100ms"], timeout=30, check=True)
+        link["rate"] = None if rate == "off" else rate
+        self.save()
+        return {"host": link["host"], "n": link["n"], "rate": link["rate"]}
+
+    # -- status -------------------------------------------------------------------------
+    def status(self) -> dict:
+        guests = {}
+        infos = {}
+        for name, guest in self.state["guests"].items():
+            running = _alive(guest.get("pid"))
+            guests[name] = {"running": running, "pid": guest.get("pid"), "ssh": f"127.0.0.1:{guest['ssh_port']}",
+                            "qmp": guest["qmp"]}
+            if running:
+                try:
+                    infos[name] = self.guest_info(name)
+                except FxprobeError as exc:
+                    guests[name]["error"] = str(exc)
+        array = infos.get("array", {})
+        by_serial = {c["serial"]: c for c in array.get("nvme_controllers", []) if c.get("transport") == "pcie"}
+        drives = []
+        md_by_device = {}
+        for md in array.get("md", []):
+            for member in md["members"]:
+                md_by_device[member["device"]] = (md["name"], "faulty" if member["faulty"] else "active")
+        for drive in self.state["drives"]:
+            ctrl = by_serial.get(drive["serial"])
+            device = ctrl["namespaces"][0] if ctrl and ctrl["namespaces"] else None
+            md_name, md_state = md_by_device.get(device, (None, None))
+            drives.append({"slot": drive["slot"], "serial": drive["serial"], "export": drive["export"],
+                           "state": "present" if ctrl else ("pulled" if not drive["present"] else "missing"),
+                           "device": device, "md": md_name, "md_state": md_state})
+        links = []
+        for link in self.state["links"]:
+            nets = {n["name"]: n for n in infos.get(link["host"], {}).get("net", [])}
+            array_nets = {n["name"]: n for n in array.get("net", [])}
+            host_nic = nets.get(link["host_nic"], {})
+            links.append({**{k: link[k] for k in ("host", "n", "array_ip", "host_ip", "nvmet_port", "up", "rate")},
+                          "host_operstate": host_nic.get("operstate"), "speed_mbps": host_nic.get("speed_mbps"),
+                          "array_operstate": array_nets.get(link["array_nic"], {}).get("operstate")})
+        paths = {name: info.get("nvme_subsystems", []) for name, info in infos.items() if name != "array"}
+        return {"name": self.name, "folder": str(self.folder), "spec": self.state["spec"], "accel": self.state["accel"],
+                "kernel": self.state["kernel"]["version"], "timings": self.state.get("timings", {}),
+                "guests": guests, "drives": drives, "md": array.get("md", []), "exports": self.state["exports"],
+                "links": links, "nvme": paths, "rdma": {n: i.get("rdma", []) for n, i in infos.items()}}
+
+    # -- teardown ---------------------------------------------------------------------
+    def down(self, timeout: float = 15) -> list[str]:
+        """Stop every guest and remove the lab folder (keys, sockets, drives). Returns what was done."""
+        done = []
+        for name, guest in self.state.get("guests", {}).items():
+            pid = guest.get("pid")
+            if not _alive(pid):
+                continue
+            try:
+                with Qmp(Path(guest["qmp"]), timeout=5) as qmp:
+                    qmp.command("quit")
+            except FxprobeError:
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            done.append(f"stopped {name} (pid {pid})")
+        for child in self._children.values():
+            child.stop(timeout=timeout)
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+            done.append(f"removed {self.folder}")
+        return done
+
+
+def down_by_name(name: str, runner: Runner | None = None) -> list[str]:
+    """``lab down`` from any process, even with a damaged state file."""
+    folder = lab_home() / name
+    try:
+        return Lab.load(name, runner).down()
+    except BadInput:
+        if folder.exists():
+            shutil.rmtree(folder)
+            return [f"removed {folder}"]
+        raise
