@@ -53,6 +53,8 @@ class BenchmarkResult:
     completed: int | None = None
     failed: int | None = None
     notes: tuple[str, ...] = ()
+    model: str | None = None
+    input_tokens: int | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -129,8 +131,10 @@ def parse_vllm_bench(data: dict, source: str) -> BenchmarkResult:
     if failed:
         notes.append(f"{failed} requests failed")
     concurrency = _number(source, data, "max_concurrency")
+    model = data.get("model_id") if isinstance(data.get("model_id"), str) else None
     return BenchmarkResult(source, FORMAT_VLLM, _int_or_none(concurrency), ttft, throughput, unit,
-                           completed, failed, tuple(notes))
+                           completed, failed, tuple(notes), model,
+                           _int_or_none(_number(source, data, "total_input_tokens")))
 
 
 # -- LMCache long_doc_qa -------------------------------------------------------------
@@ -207,8 +211,10 @@ def parse_multi_round_csv(text: str, source: str) -> BenchmarkResult:
     if "user_id" in rows[0]:
         concurrency = len({row["user_id"] for row in rows})
     notes = ("concurrency = number of distinct user_id values",) if concurrency else ()
+    prompt_tokens = int(sum(_column(rows, "prompt_tokens", source)))
     return BenchmarkResult(source, FORMAT_MULTI_ROUND_CSV, concurrency, percentiles(ttfts), throughput,
-                           "output tok/s" if throughput is not None else "", len(rows), None, notes)
+                           "output tok/s" if throughput is not None else "", len(rows), None, notes,
+                           None, prompt_tokens)
 
 
 # -- detection -------------------------------------------------------------------------

@@ -123,3 +123,26 @@ def test_g3_reads_benchmark_files_from_folders(tmp_path):
     assert fxprobe(tmp_path, "gate", "g3", "--candidate", str(cand), "--baseline", str(base)) == 1
     (run,) = runs_of(tmp_path, "gate g3")
     assert len(results_of(run)["g3"]["comparisons"]) == 6
+
+
+def _vllm(path, **fields):
+    import json
+    data = {"max_concurrency": 8, "median_ttft_ms": 1000, "output_throughput": 100, **fields}
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_different_models_are_not_compared(tmp_path, capsys):
+    cand = _vllm(tmp_path / "a.json", model_id="Qwen/A")
+    base = _vllm(tmp_path / "b.json", model_id="Qwen/B")
+    assert fxprobe(tmp_path, "gate", "g3", "--candidate", cand, "--baseline", base) == 3
+    assert "not comparable: model Qwen/A" in capsys.readouterr().out
+
+
+def test_different_input_sizes_and_failures_are_warned(tmp_path, capsys):
+    cand = _vllm(tmp_path / "a.json", total_input_tokens=100000, failed=3, median_ttft_ms=700, output_throughput=130)
+    base = _vllm(tmp_path / "b.json", total_input_tokens=80000)
+    assert fxprobe(tmp_path, "gate", "g3", "--candidate", cand, "--baseline", base) == 3
+    out = capsys.readouterr().out
+    assert "WARNING input tokens differ: 100000 vs 80000; candidate: 3 requests failed" in out
+    assert "c8 TTFT p50 reduction: 30.0 %" in out

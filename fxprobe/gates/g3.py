@@ -54,6 +54,7 @@ class Comparison:
     unit: str
     candidate_file: str
     baseline_file: str
+    note: str = ""
 
     @property
     def change_pct(self) -> float:
@@ -67,7 +68,7 @@ class Comparison:
     @classmethod
     def from_dict(cls, data: dict) -> "Comparison":
         fields = ("label", "metric", "kind", "candidate", "baseline", "unit", "candidate_file", "baseline_file")
-        return cls(**{key: data[key] for key in fields})
+        return cls(**{key: data[key] for key in fields}, note=str(data.get("note", "")))
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,29 @@ def pair_results(candidates: list[BenchmarkResult], baselines: list[BenchmarkRes
     return pairs, unpaired
 
 
+INPUT_TOKENS_TOLERANCE = 0.05
+
+
+def workload_note(candidate: BenchmarkResult, baseline: BenchmarkResult) -> str:
+    """Warnings that the two runs may not be the same workload (printed beside each criterion)."""
+    notes = []
+    a, b = candidate.input_tokens, baseline.input_tokens
+    if a and b and abs(a - b) / max(a, b) > INPUT_TOKENS_TOLERANCE:
+        notes.append(f"input tokens differ: {a} vs {b}")
+    for result, side in ((candidate, "candidate"), (baseline, "baseline")):
+        if result.failed:
+            notes.append(f"{side}: {result.failed} requests failed")
+    return "; ".join(notes)
+
+
 def compare(candidate: BenchmarkResult, baseline: BenchmarkResult) -> tuple[list[Comparison], list[Unpaired]]:
     label = _label(candidate)
     out: list[Comparison] = []
     missing: list[Unpaired] = []
+    if candidate.model and baseline.model and candidate.model != baseline.model:
+        return [], [Unpaired(label, f"not comparable: model {candidate.model} in {candidate.source} vs "
+                             f"{baseline.model} in {baseline.source}")]
+    note = workload_note(candidate, baseline)
     keys = [k for k in TTFT_KEYS if k in candidate.ttft_s and k in baseline.ttft_s]
     if not keys and "mean" in candidate.ttft_s and "mean" in baseline.ttft_s:
         keys = ["mean"]
@@ -137,7 +157,7 @@ def compare(candidate: BenchmarkResult, baseline: BenchmarkResult) -> tuple[list
             missing.append(Unpaired(label, f"{baseline.source}: TTFT {key} is {baseline.ttft_s[key]}"))
             continue
         out.append(Comparison(label, f"TTFT {key}", "ttft", candidate.ttft_s[key], baseline.ttft_s[key],
-                              "s", candidate.source, baseline.source))
+                              "s", candidate.source, baseline.source, note))
     if candidate.throughput is None or baseline.throughput is None:
         which = candidate.source if candidate.throughput is None else baseline.source
         missing.append(Unpaired(label, f"{which} has no throughput figure"))
@@ -148,7 +168,7 @@ def compare(candidate: BenchmarkResult, baseline: BenchmarkResult) -> tuple[list
         missing.append(Unpaired(label, f"{baseline.source}: throughput is {baseline.throughput}"))
     else:
         out.append(Comparison(label, "throughput", "throughput", candidate.throughput, baseline.throughput,
-                              candidate.throughput_unit, candidate.source, baseline.source))
+                              candidate.throughput_unit, candidate.source, baseline.source, note))
     return out, missing
 
 
@@ -164,8 +184,8 @@ def comparisons_for(candidates: list[BenchmarkResult], baselines: list[Benchmark
 
 
 def _detail(c: Comparison) -> str:
-    return (f"candidate {format_number(c.candidate, c.unit)} vs baseline "
-            f"{format_number(c.baseline, c.unit)}")
+    text = f"candidate {format_number(c.candidate, c.unit)} vs baseline {format_number(c.baseline, c.unit)}"
+    return f"{text}; WARNING {c.note}" if c.note else text
 
 
 def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config: GateConfig
