@@ -14,7 +14,7 @@ def resolve(spec: str | None, lab: str | None = None) -> Host:
     if spec in (None, "", "local", "localhost"):
         return LOCAL
     if lab is not None:
-        from fxprobe.lab import Lab
+        from fxprobe.lab.vm import Lab
         return Lab.load(lab).guest(spec)
     match = _SSH.match(spec)
     if not match:
