@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fxprobe.errors import ParseError
 from fxprobe import roce
-from fxprobe.tools import fio, iperf3, perftest
+from fxprobe.tools import fio, iperf3, nvme, perftest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = "fuzzed-input"
@@ -32,6 +32,16 @@ PARSERS = {
     "perftest.parse_perftest_version": (perftest.parse_perftest_version, ["Version: 6.06\n"]),
     "iperf3.parse_iperf3_json": (iperf3.parse_iperf3_json, _fixture_texts("iperf3", "*.json")),
     "iperf3.parse_iperf3_version": (iperf3.parse_iperf3_version, ["iperf 3.12 (cJSON 1.7.15)\n"]),
+    "nvme.parse_list": (nvme.parse_list, _fixture_texts("nvme", "list-[12]*.json")),
+    "nvme.parse_list_verbose": (nvme.parse_list_verbose, _fixture_texts("nvme", "list-v-*.json")),
+    "nvme.parse_list_subsys": (nvme.parse_list_subsys, _fixture_texts("nvme", "list-subsys-*.json")),
+    "nvme.parse_discover": (nvme.parse_discover, _fixture_texts("nvme", "discover-*.json")),
+    "nvme.parse_smart_log": (nvme.parse_smart_log, _fixture_texts("nvme", "smart-log-*.json")),
+    "nvme.parse_id_ctrl": (nvme.parse_id_ctrl, _fixture_texts("nvme", "id-ctrl-*.json")),
+    "nvme.parse_disconnect": (nvme.parse_disconnect, _fixture_texts("nvme", "disconnect-*.txt")),
+    "nvme.parse_connect": (lambda text, source: nvme.parse_connect(text, "", 0, source),
+                           _fixture_texts("nvme", "connect-*.txt")),
+    "nvme.parse_nvme_version": (nvme.parse_nvme_version, ["nvme version 2.3 (git 2.3)\n"]),
     "roce.parse_port_rate": (roce.parse_port_rate, ["100 Gb/sec (4X EDR)\n"]),
 }
 

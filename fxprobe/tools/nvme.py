@@ -1,0 +1,580 @@
+"""nvme-cli adapter: list, list -v, list-subsys, discover, id-ctrl, smart-log, connect/disconnect.
+
+Formats: linux-nvme/nvme-cli nvme-print-json.c (2.x) and nvme-print.c (1.x).
+Both shapes are accepted. Numbers may arrive as strings (128-bit counters in 2.3,
+old json-c), serial/model/firmware are space padded (stripped here), the SMART
+temperature is Kelvin (Celsius given too). Drives are identified by serial/NQN,
+never by /dev name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from fxprobe.errors import NotRunnable, ParseError, ToolError
+from fxprobe.hosts import LOCAL, Host
+from fxprobe.runner import Runner
+from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
+
+KELVIN_OFFSET = 273.15
+DATA_UNIT_BYTES = 512_000  # one SMART "data unit" = 1000 x 512 bytes
+
+
+def _dict(instance) -> dict:
+    return asdict(instance)
+
+
+# -- list ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Namespace:
+    name: str                 # nvme0n1 (list -v) or the device path's basename (list)
+    nsid: int | None
+    used_bytes: int | None
+    maximum_lba: int | None
+    physical_size: int | None
+    sector_size: int | None
+    device_path: str = ""     # /dev/nvme0n1 (plain list)
+    generic_path: str = ""
+    serial: str = ""          # plain list carries the controller identity per namespace
+    model: str = ""
+    firmware: str = ""
+
+    def to_dict(self) -> dict:
+        return _dict(self)
+
+
+def _namespace(raw, source: str, where: str) -> Namespace:
+    data = obj(raw, source, where)
+    device_path = opt(data, "DevicePath", text, source, f"{where}.DevicePath", "")
+    name_value = data.get("NameSpace")
+    # plain list: NameSpace is the NSID (a number); list -v: NameSpace is "nvme0n1" and NSID separate
+    if isinstance(name_value, str) and not name_value.strip().isdigit():
+        name = name_value.strip()
+        nsid = opt(data, "NSID", integer, source, f"{where}.NSID")
+    else:
+        name = device_path.rsplit("/", 1)[-1]
+        nsid = opt(data, "NSID", integer, source, f"{where}.NSID") if name_value is None else \
+            integer(name_value, source, f"{where}.NameSpace")
+    if not name and not device_path and nsid is None:
+        raise ParseError(source, f"{where}.NameSpace", "missing (no NameSpace, NSID or DevicePath)")
+    return Namespace(
+        name=name, nsid=nsid,
+        used_bytes=opt(data, "UsedBytes", integer, source, f"{where}.UsedBytes"),
+        maximum_lba=opt(data, "MaximumLBA", integer, source, f"{where}.MaximumLBA"),
+        physical_size=opt(data, "PhysicalSize", integer, source, f"{where}.PhysicalSize"),
+        sector_size=opt(data, "SectorSize", integer, source, f"{where}.SectorSize"),
+        device_path=device_path,
+        generic_path=opt(data, "GenericPath", text, source, f"{where}.GenericPath", "")
+        or opt(data, "Generic", text, source, f"{where}.Generic", ""),
+        serial=opt(data, "SerialNumber", text, source, f"{where}.SerialNumber", ""),
+        model=opt(data, "ModelNumber", text, source, f"{where}.ModelNumber", ""),
+        firmware=opt(data, "Firmware", text, source, f"{where}.Firmware", ""))
+
+
+def parse_list(output: str, source: str = "nvme list") -> tuple[Namespace, ...]:
+    """``nvme list -o json`` (1.x and 2.x): one entry per namespace with its controller's identity."""
+    data = obj(load_json(output, source), source, "(top level)")
+    devices = arr(get(data, "Devices", source, "Devices"), source, "Devices")
+    return tuple(_namespace(raw, source, f"Devices[{i}]") for i, raw in enumerate(devices))
+
+
+# -- list -v -----------------------------------------------------------------
+@dataclass(frozen=True)
+class NamespacePath:
+    path: str            # nvme0c0n1
+    ana_state: str
+
+    def to_dict(self) -> dict:
+        return _dict(self)
+
+
+@dataclass(frozen=True)
+class Controller:
+    name: str
+    serial: str
+    model: str
+    firmware: str
+    transport: str
+    address: str
+    cntlid: int | None = None
+    namespaces: tuple[Namespace, ...] = ()
+    paths: tuple[NamespacePath, ...] = ()
+
+    @property
+    def address_fields(self) -> dict[str, str]:
+        return parse_address(self.address)
+
+    def to_dict(self) -> dict:
+        return {**{k: v for k, v in _dict(self).items() if k not in ("namespaces", "paths")},
+                "namespaces": [n.to_dict() for n in self.namespaces],
+                "paths": [p.to_dict() for p in self.paths]}
+
+
+@dataclass(frozen=True)
+class SubsystemPath:
+    """One controller of a subsystem as list-subsys shows it (a path in multipath terms)."""
+
+    name: str
+    transport: str
+    address: str
+    state: str
+    ana_state: str = ""
+
+    @property
+    def address_fields(self) -> dict[str, str]:
+        return parse_address(self.address)
+
+    def to_dict(self) -> dict:
+        return {**_dict(self), "address_fields": self.address_fields}
+
+
+@dataclass(frozen=True)
+class Subsystem:
+    name: str
+    nqn: str
+    host_nqn: str = ""
+    host_id: str = ""
+    iopolicy: str = ""
+    controllers: tuple[Controller, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()
+    paths: tuple[SubsystemPath, ...] = ()
+
+    def live_paths(self) -> tuple[SubsystemPath, ...]:
+        return tuple(p for p in self.paths if p.state == "live")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "nqn": self.nqn, "host_nqn": self.host_nqn, "host_id": self.host_id,
+                "iopolicy": self.iopolicy, "controllers": [c.to_dict() for c in self.controllers],
+                "namespaces": [n.to_dict() for n in self.namespaces],
+                "paths": [p.to_dict() for p in self.paths]}
+
+
+def parse_address(address: str) -> dict[str, str]:
+    """'traddr=10.0.0.1,trsvcid=4420,src_addr=10.0.0.2' -> dict; a PCI address -> {'traddr': it}."""
+    if "=" not in address:
+        return {"traddr": address} if address else {}
+    fields = {}
+    for part in address.replace(" ", ",").split(","):
+        key, sep, value = part.partition("=")
+        if sep and key:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def _controller(raw, source: str, where: str) -> Controller:
+    data = obj(raw, source, where)
+    return Controller(
+        name=text(get(data, "Controller", source, f"{where}.Controller"), source, f"{where}.Controller"),
+        serial=opt(data, "SerialNumber", text, source, f"{where}.SerialNumber", ""),
+        model=opt(data, "ModelNumber", text, source, f"{where}.ModelNumber", ""),
+        firmware=opt(data, "Firmware", text, source, f"{where}.Firmware", ""),
+        transport=opt(data, "Transport", text, source, f"{where}.Transport", ""),
+        address=opt(data, "Address", text, source, f"{where}.Address", ""),
+        cntlid=opt(data, "Cntlid", integer, source, f"{where}.Cntlid"),
+        namespaces=tuple(_namespace(n, source, f"{where}.Namespaces[{i}]")
+                         for i, n in enumerate(arr(data.get("Namespaces", []), source, f"{where}.Namespaces"))),
+        paths=tuple(NamespacePath(
+            text(get(obj(p, source, f"{where}.Paths[{i}]"), "Path", source, f"{where}.Paths[{i}].Path"),
+                 source, f"{where}.Paths[{i}].Path"),
+            opt(p, "ANAState", text, source, f"{where}.Paths[{i}].ANAState", ""))
+            for i, p in enumerate(arr(data.get("Paths", []), source, f"{where}.Paths"))))
+
+
+def _verbose_subsystem(raw, source: str, where: str, host_nqn: str, host_id: str) -> Subsystem:
+    data = obj(raw, source, where)
+    return Subsystem(
+        name=text(get(data, "Subsystem", source, f"{where}.Subsystem"), source, f"{where}.Subsystem"),
+        nqn=opt(data, "SubsystemNQN", text, source, f"{where}.SubsystemNQN", ""),
+        host_nqn=host_nqn, host_id=host_id,
+        controllers=tuple(_controller(c, source, f"{where}.Controllers[{i}]")
+                          for i, c in enumerate(arr(data.get("Controllers", []), source, f"{where}.Controllers"))),
+        namespaces=tuple(_namespace(n, source, f"{where}.Namespaces[{i}]")
+                         for i, n in enumerate(arr(data.get("Namespaces", []), source, f"{where}.Namespaces"))))
+
+
+def parse_list_verbose(output: str, source: str = "nvme list -v") -> tuple[Subsystem, ...]:
+    """``nvme list -v -o json``: 2.x nests Subsystems under a host entry; 1.x lists subsystems directly."""
+    data = obj(load_json(output, source), source, "(top level)")
+    devices = arr(get(data, "Devices", source, "Devices"), source, "Devices")
+    subsystems: list[Subsystem] = []
+    for i, raw in enumerate(devices):
+        entry = obj(raw, source, f"Devices[{i}]")
+        if "Subsystems" in entry:   # 2.x: one entry per host NQN
+            host_nqn = opt(entry, "HostNQN", text, source, f"Devices[{i}].HostNQN", "")
+            host_id = opt(entry, "HostID", text, source, f"Devices[{i}].HostID", "")
+            for j, sub in enumerate(arr(entry["Subsystems"], source, f"Devices[{i}].Subsystems")):
+                subsystems.append(_verbose_subsystem(sub, source, f"Devices[{i}].Subsystems[{j}]", host_nqn, host_id))
+        else:                       # 1.x
+            subsystems.append(_verbose_subsystem(entry, source, f"Devices[{i}]", "", ""))
+    return tuple(subsystems)
+
+
+# -- list-subsys -------------------------------------------------------------
+def _subsys_path(raw, source: str, where: str) -> SubsystemPath:
+    data = obj(raw, source, where)
+    return SubsystemPath(
+        name=text(get(data, "Name", source, f"{where}.Name"), source, f"{where}.Name"),
+        transport=opt(data, "Transport", text, source, f"{where}.Transport", ""),
+        address=opt(data, "Address", text, source, f"{where}.Address", ""),
+        state=opt(data, "State", text, source, f"{where}.State", ""),
+        ana_state=opt(data, "ANAState", text, source, f"{where}.ANAState", ""))
+
+
+def _subsystems_array(raw_list, source: str, where: str, host_nqn: str, host_id: str) -> list[Subsystem]:
+    """Handles nvme-cli 1.x's quirk: each subsystem's Paths come as a separate array element after it."""
+    result: list[Subsystem] = []
+    for j, raw in enumerate(arr(raw_list, source, where)):
+        sub = obj(raw, source, f"{where}[{j}]")
+        paths = tuple(_subsys_path(p, source, f"{where}[{j}].Paths[{k}]")
+                      for k, p in enumerate(arr(sub.get("Paths", []), source, f"{where}[{j}].Paths")))
+        if "Name" not in sub and "NQN" not in sub:
+            if not result:
+                raise ParseError(source, f"{where}[{j}]", "paths before any subsystem")
+            last = result.pop()
+            result.append(Subsystem(last.name, last.nqn, last.host_nqn, last.host_id, last.iopolicy,
+                                    paths=last.paths + paths))
+            continue
+        result.append(Subsystem(
+            name=text(get(sub, "Name", source, f"{where}[{j}].Name"), source, f"{where}[{j}].Name"),
+            nqn=opt(sub, "NQN", text, source, f"{where}[{j}].NQN", ""),
+            host_nqn=host_nqn, host_id=host_id,
+            iopolicy=opt(sub, "IOPolicy", text, source, f"{where}[{j}].IOPolicy", ""),
+            paths=paths))
+    return result
+
+
+def parse_list_subsys(output: str, source: str = "nvme list-subsys") -> tuple[Subsystem, ...]:
+    """``nvme list-subsys -o json``: 2.x top-level array of hosts; 1.x ``{"Subsystems": [...]}``."""
+    data = load_json(output, source)
+    if isinstance(data, list):
+        subsystems: list[Subsystem] = []
+        for i, raw in enumerate(data):
+            entry = obj(raw, source, f"[{i}]")
+            subsystems += _subsystems_array(entry.get("Subsystems", []), source, f"[{i}].Subsystems",
+                                            opt(entry, "HostNQN", text, source, f"[{i}].HostNQN", ""),
+                                            opt(entry, "HostID", text, source, f"[{i}].HostID", ""))
+        return tuple(subsystems)
+    data = obj(data, source, "(top level)")
+    return tuple(_subsystems_array(get(data, "Subsystems", source, "Subsystems"), source, "Subsystems", "", ""))
+
+
+# -- discover -------------------------------------------------------------------
+@dataclass(frozen=True)
+class DiscoveryRecord:
+    trtype: str
+    adrfam: str
+    subtype: str
+    treq: str
+    portid: int | None
+    trsvcid: str
+    subnqn: str
+    traddr: str
+    eflags: str = ""
+    sectype: str = ""
+    rdma_prtype: str = ""
+    rdma_qptype: str = ""
+    rdma_cms: str = ""
+    rdma_pkey: str = ""
+
+    @property
+    def is_discovery(self) -> bool:
+        return "discovery" in self.subtype
+
+    def to_dict(self) -> dict:
+        return _dict(self)
+
+
+@dataclass(frozen=True)
+class DiscoveryLog:
+    genctr: int | None
+    records: tuple[DiscoveryRecord, ...]
+
+    def subsystems(self) -> tuple[DiscoveryRecord, ...]:
+        return tuple(r for r in self.records if not r.is_discovery)
+
+    def to_dict(self) -> dict:
+        return {"genctr": self.genctr, "records": [r.to_dict() for r in self.records]}
+
+
+def parse_discover(output: str, source: str = "nvme discover") -> DiscoveryLog:
+    """``nvme discover -o json``: ``{"genctr", "records": [...]}`` with transport-specific fields."""
+    data = obj(load_json(output, source), source, "(top level)")
+    records = []
+    for i, raw in enumerate(arr(get(data, "records", source, "records"), source, "records")):
+        rec = obj(raw, source, f"records[{i}]")
+        where = f"records[{i}]"
+
+        def field_(key: str, required: bool = False) -> str:
+            if required:
+                return text(get(rec, key, source, f"{where}.{key}"), source, f"{where}.{key}")
+            return opt(rec, key, text, source, f"{where}.{key}", "")
+        records.append(DiscoveryRecord(
+            trtype=field_("trtype", True), adrfam=field_("adrfam"), subtype=field_("subtype"),
+            treq=field_("treq"), portid=opt(rec, "portid", integer, source, f"{where}.portid"),
+            trsvcid=field_("trsvcid"), subnqn=field_("subnqn", True), traddr=field_("traddr"),
+            eflags=field_("eflags"), sectype=field_("sectype"), rdma_prtype=field_("rdma_prtype"),
+            rdma_qptype=field_("rdma_qptype"), rdma_cms=field_("rdma_cms"), rdma_pkey=field_("rdma_pkey")))
+    return DiscoveryLog(opt(data, "genctr", integer, source, "genctr"), tuple(records))
+
+
+# -- smart-log / id-ctrl ------------------------------------------------------
+@dataclass(frozen=True)
+class SmartLog:
+    critical_warning: int
+    temperature_k: int
+    avail_spare: int
+    spare_thresh: int
+    percent_used: int
+    data_units_read: int
+    data_units_written: int
+    host_read_commands: int
+    host_write_commands: int
+    power_cycles: int
+    power_on_hours: int
+    unsafe_shutdowns: int
+    media_errors: int
+    num_err_log_entries: int
+    warning_temp_time: int = 0
+    critical_comp_time: int = 0
+
+    @property
+    def temperature_c(self) -> float:
+        return round(self.temperature_k - KELVIN_OFFSET, 2)
+
+    @property
+    def bytes_read(self) -> int:
+        return self.data_units_read * DATA_UNIT_BYTES
+
+    @property
+    def bytes_written(self) -> int:
+        return self.data_units_written * DATA_UNIT_BYTES
+
+    @property
+    def spare_below_threshold(self) -> bool:
+        """Emulated drives report 0 spare with threshold 0: that is not below."""
+        return self.avail_spare < self.spare_thresh
+
+    def to_dict(self) -> dict:
+        return {**_dict(self), "temperature_c": self.temperature_c, "bytes_read": self.bytes_read,
+                "bytes_written": self.bytes_written, "spare_below_threshold": self.spare_below_threshold}
+
+
+_SMART_REQUIRED = ("critical_warning", "temperature", "avail_spare", "spare_thresh", "percent_used")
+_SMART_COUNTERS = ("data_units_read", "data_units_written", "host_read_commands", "host_write_commands",
+                   "power_cycles", "power_on_hours", "unsafe_shutdowns", "media_errors",
+                   "num_err_log_entries", "warning_temp_time", "critical_comp_time")
+_SMART_ALIASES = {"percent_used": ("percentage_used",), "host_read_commands": ("host_reads",),
+                  "host_write_commands": ("host_writes",), "num_err_log_entries": ("num_err_log_entries",)}
+
+
+def parse_smart_log(output: str, source: str = "nvme smart-log") -> SmartLog:
+    """``nvme smart-log -o json``: counters as numbers or strings; temperature in Kelvin."""
+    data = obj(load_json(output, source), source, "(top level)")
+
+    def value(key: str, required: bool) -> int:
+        for name in (key, *_SMART_ALIASES.get(key, ())):
+            if name in data and data[name] is not None:
+                return integer(data[name], source, name)
+        if required:
+            raise ParseError(source, key, "missing")
+        return 0
+    values = {key: value(key, True) for key in _SMART_REQUIRED}
+    values.update({key: value(key, False) for key in _SMART_COUNTERS})
+    values["temperature_k"] = values.pop("temperature")
+    return SmartLog(**values)
+
+
+@dataclass(frozen=True)
+class IdCtrl:
+    vid: int | None
+    serial: str
+    model: str
+    firmware: str
+    nn: int | None
+    subnqn: str
+    cntlid: int | None
+    ver: int | None
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def version(self) -> str:
+        """NVMe version from ``ver`` (0x00010400 -> '1.4.0'); '' when the controller reports 0."""
+        if not self.ver:
+            return ""
+        return f"{self.ver >> 16}.{(self.ver >> 8) & 0xff}.{self.ver & 0xff}"
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in _dict(self).items() if k != "raw"} | {"version": self.version}
+
+
+def parse_id_ctrl(output: str, source: str = "nvme id-ctrl") -> IdCtrl:
+    """``nvme id-ctrl -o json``: sn/mn/fr are space padded (stripped here)."""
+    data = obj(load_json(output, source), source, "(top level)")
+    return IdCtrl(
+        vid=opt(data, "vid", integer, source, "vid"),
+        serial=text(get(data, "sn", source, "sn"), source, "sn"),
+        model=text(get(data, "mn", source, "mn"), source, "mn"),
+        firmware=opt(data, "fr", text, source, "fr", ""),
+        nn=opt(data, "nn", integer, source, "nn"),
+        subnqn=opt(data, "subnqn", text, source, "subnqn", ""),
+        cntlid=opt(data, "cntlid", integer, source, "cntlid"),
+        ver=opt(data, "ver", integer, source, "ver"),
+        raw=data)
+
+
+# -- connect / disconnect --------------------------------------------------------
+@dataclass(frozen=True)
+class ConnectResult:
+    ok: bool
+    device: str = ""              # nvme3
+    already_connected: bool = False
+    message: str = ""
+
+    def to_dict(self) -> dict:
+        return _dict(self)
+
+
+_CONNECTED_TEXT = re.compile(r"(?:connecting to device|device):?\s*\"?\s*:?\s*\"?(nvme\d+)")
+
+
+def parse_connect(stdout: str, stderr: str, returncode: int | None, source: str = "nvme connect") -> ConnectResult:
+    """Result of ``nvme connect`` (text or ``-o json`` ``{"device": "nvme0"}``); never raises on failure
+    of the connect itself (that is ``ok=False`` with the tool's message)."""
+    if not isinstance(stdout, str) or not isinstance(stderr, str):
+        raise ParseError(source, "output", "expected text")
+    message = (stderr.strip() or stdout.strip()).splitlines()[-1:] or [""]
+    combined = f"{stdout}\n{stderr}"
+    already = "already connected" in combined or "Operation already in progress" in combined \
+        or returncode == 114
+    match = _CONNECTED_TEXT.search(stdout)
+    if returncode == 0:
+        return ConnectResult(True, match.group(1) if match else "", already, message[0])
+    return ConnectResult(False, "", already, message[0])
+
+
+def parse_disconnect(output: str, source: str = "nvme disconnect") -> int:
+    """'NQN:<nqn> disconnected 2 controller(s)' -> 2."""
+    match = re.search(r"disconnected\s+(\d+)\s+controller", output if isinstance(output, str) else "")
+    if not match:
+        raise ParseError(source, "disconnected", f"no 'disconnected N controller(s)' in {str(output).strip()[:80]!r}")
+    return int(match.group(1))
+
+
+# -- running nvme-cli ----------------------------------------------------------
+def _json_command(runner: Runner, args: Sequence[str], host: Host, timeout: float, label: str):
+    result = runner.run(["nvme", *args, "-o", "json"], timeout=timeout, host=host, label=label)
+    if result.dry_run:
+        return None, result
+    if not result.ok:
+        raise ToolError(result.failure(f"nvme {args[0]}"))
+    return result.stdout, result
+
+
+def run_list(runner: Runner, *, host: Host = LOCAL, timeout: float = 60) -> tuple[Namespace, ...]:
+    out, result = _json_command(runner, ["list"], host, timeout, "nvme-list")
+    return () if out is None else parse_list(out, result.command_line)
+
+
+def run_list_verbose(runner: Runner, *, host: Host = LOCAL, timeout: float = 60) -> tuple[Subsystem, ...]:
+    out, result = _json_command(runner, ["list", "-v"], host, timeout, "nvme-list-v")
+    return () if out is None else parse_list_verbose(out, result.command_line)
+
+
+def run_list_subsys(runner: Runner, *, host: Host = LOCAL, timeout: float = 60,
+                    device: str | None = None) -> tuple[Subsystem, ...]:
+    out, result = _json_command(runner, ["list-subsys", *([device] if device else [])], host, timeout,
+                                "nvme-list-subsys")
+    return () if out is None else parse_list_subsys(out, result.command_line)
+
+
+def run_discover(runner: Runner, *, transport: str, traddr: str, trsvcid: str | int = 4420,
+                 host_traddr: str | None = None, host: Host = LOCAL, timeout: float = 60) -> DiscoveryLog:
+    args = ["discover", "-t", transport, "-a", traddr, "-s", str(trsvcid)]
+    if host_traddr:
+        args += ["-w", host_traddr]
+    out, result = _json_command(runner, args, host, timeout, "nvme-discover")
+    return DiscoveryLog(None, ()) if out is None else parse_discover(out, result.command_line)
+
+
+def run_smart_log(runner: Runner, device: str, *, host: Host = LOCAL, timeout: float = 60) -> SmartLog | None:
+    out, result = _json_command(runner, ["smart-log", device], host, timeout, "nvme-smart-log")
+    return None if out is None else parse_smart_log(out, result.command_line)
+
+
+def run_id_ctrl(runner: Runner, device: str, *, host: Host = LOCAL, timeout: float = 60) -> IdCtrl | None:
+    out, result = _json_command(runner, ["id-ctrl", device], host, timeout, "nvme-id-ctrl")
+    return None if out is None else parse_id_ctrl(out, result.command_line)
+
+
+def connect_argv(*, transport: str, traddr: str, nqn: str, trsvcid: str | int = 4420,
+                 host_traddr: str | None = None, keep_alive_tmo: int | None = None,
+                 ctrl_loss_tmo: int | None = None, reconnect_delay: int | None = None,
+                 nr_io_queues: int | None = None, hostnqn: str | None = None,
+                 hostid: str | None = None) -> list[str]:
+    argv = ["nvme", "connect", "-t", transport, "-a", traddr, "-s", str(trsvcid), "-n", nqn]
+    for flag, value in (("--host-traddr", host_traddr), ("--keep-alive-tmo", keep_alive_tmo),
+                        ("--ctrl-loss-tmo", ctrl_loss_tmo), ("--reconnect-delay", reconnect_delay),
+                        ("--nr-io-queues", nr_io_queues), ("--hostnqn", hostnqn), ("--hostid", hostid)):
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv
+
+
+def run_connect(runner: Runner, *, host: Host = LOCAL, timeout: float = 60, **options) -> ConnectResult:
+    """``nvme connect``; a refusal is ``ok=False`` with the tool's message (callers decide)."""
+    result = runner.run(connect_argv(**options), timeout=timeout, host=host, label="nvme-connect")
+    if result.dry_run:
+        return ConnectResult(True, "", False, "dry run")
+    if result.timed_out:
+        raise ToolError(result.failure("nvme connect"))
+    return parse_connect(result.stdout, result.stderr, result.returncode, result.command_line)
+
+
+def run_disconnect(runner: Runner, *, nqn: str | None = None, device: str | None = None,
+                   host: Host = LOCAL, timeout: float = 60) -> int:
+    """Disconnect by NQN (all its controllers) or one controller device; returns how many went."""
+    if bool(nqn) == bool(device):
+        raise ValueError("give exactly one of nqn or device")
+    args = ["nvme", "disconnect", *(["-n", nqn] if nqn else ["-d", device])]
+    result = runner.run(args, timeout=timeout, host=host, label="nvme-disconnect")
+    if result.dry_run:
+        return 0
+    if not result.ok:
+        raise ToolError(result.failure("nvme disconnect"))
+    return parse_disconnect(result.stdout, result.command_line)
+
+
+def parse_nvme_version(output: str, source: str = "nvme version") -> tuple[int, int]:
+    match = re.search(r"nvme version (\d+)\.(\d+)", output if isinstance(output, str) else "")
+    if not match:
+        raise ParseError(source, "version", f"no 'nvme version X.Y' in {str(output).strip()[:60]!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def probe_nvme_cli(runner: Runner, host: Host = LOCAL) -> str | None:
+    """None when nvme-cli runs on host; else the reason."""
+    try:
+        result = runner.run(["nvme", "version"], timeout=15, host=host, always=True, label="nvme-version")
+    except NotRunnable as exc:
+        return str(exc)
+    try:
+        parse_nvme_version(result.stdout)
+    except ParseError as exc:
+        return result.failure("nvme version") if not result.ok else str(exc)
+    return None
+
+
+def probe_nvme_fabrics(runner: Runner, host: Host = LOCAL) -> str | None:
+    """None when the host can make fabric connections (/dev/nvme-fabrics exists); else the reason."""
+    try:
+        result = runner.run(["test", "-c", "/dev/nvme-fabrics"], timeout=15, host=host, always=True,
+                            label="nvme-fabrics")
+    except NotRunnable as exc:
+        return str(exc)
+    if result.ok:
+        return None
+    where = f" on {host.name}" if host.name != "local" else ""
+    return (f"/dev/nvme-fabrics is missing{where}: the kernel has no NVMe-oF host driver loaded "
+            "(modprobe nvme-tcp or nvme-rdma)")
