@@ -55,7 +55,7 @@ def test_signed_bundle_verifies(bundle):
     assert suites[0].get("failures") == "1" and suites[0].get("skipped") == "2"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_one_byte_change_in_any_file_is_named(bundle, tmp_path, data):
     copy = copy_of(bundle, tmp_path)

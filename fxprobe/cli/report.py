@@ -26,7 +26,7 @@ class DefaultBuildGroup(click.Group):
 
 @click.group(cls=DefaultBuildGroup)
 def report():
-    """Signed evidence reports: build (default), verify, keygen."""
+    """Signed evidence reports: `report RUNDIR... --out DIR` (= build), `report verify DIR`, `report keygen`."""
 
 
 @report.command()

@@ -17,7 +17,7 @@ COLOURS = {Outcome.PASS: "#2e7d32", Outcome.FAIL: "#c62828", Outcome.NOT_RUN: "#
 def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
     plt.close(figure)
     return buffer.getvalue()
 
@@ -28,8 +28,8 @@ def gate_summary(verdicts: list[Verdict]) -> bytes | None:
             for v in verdicts for c in v.criteria if c.margin is not None]
     if not rows:
         return None
-    figure, axes = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
-    names = [r[0] for r in rows][::-1]
+    figure, axes = plt.subplots(figsize=(10, 0.3 * len(rows) + 1.4))
+    names = [r[0] if len(r[0]) <= 55 else r[0][:52] + "..." for r in rows][::-1]
     margins = [r[1] for r in rows][::-1]
     colours = [COLOURS[r[2]] for r in rows][::-1]
     axes.barh(names, margins, color=colours)
