@@ -32,8 +32,9 @@ def full_evidence(base) -> list[Path]:
                                                        "tok_s": {"measured": 55.0, "reference": 56.6}}}),
         fake_run(base, "run", {"multi_node": {"hosts": 8, "read_gbit_s": 91.2, "nic_ceiling_gbit_s": 98.0}}),
         fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": []}),
-        fake_run(base, "fault", {"fault": {"kind": "drive"}, "workload_errors": 0}),
-        fake_run(base, "fault", {"fault": {"kind": "link"}, "workload_errors": 0}),
+        fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0}}),
+        fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0}}),
+        fake_run(base, "fault run", {"dry_run": True, "plan": {"kind": "link-down"}}),  # ignored
     ]
 
 
@@ -105,16 +106,28 @@ def test_each_array_is_judged_and_a_failing_one_fails_g1(tmp_path):
 
 def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_path):
     broken = fake_run(tmp_path, "soak", {"duration_s": "long", "interruptions": 0})
-    skipped = fake_run(tmp_path, "fault", {"fault": {"kind": "drive"}})
-    (skipped / "results.json").write_text(
-        '{"command": "fault", "outcome": "not run", "reason": "no spare drive slot", "fault": {"kind": "drive"}}')
+    skipped = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}})
+    (skipped / "results.json").write_text('{"command": "fault run", "outcome": "not run", '
+                                          '"reason": "no spare drive slot", "plan": {"kind": "drive-pull"}}')
     verdict = GATES["g4"].evaluate(Evidence.from_paths([broken, skipped]), load_config(None))
     by_name = {c.name: c for c in verdict.criteria}
     assert by_name["soak duration"].outcome is Outcome.ERROR
     assert "is not a number" in by_name["soak duration"].detail
-    assert by_name["drive pull visible errors"].outcome is Outcome.NOT_RUN
-    assert "no spare drive slot" in by_name["drive pull visible errors"].detail
+    errors = by_name["drive pull: I/O errors seen by the workload"]
+    assert errors.outcome is Outcome.NOT_RUN and "no spare drive slot" in errors.detail
+    assert by_name["drive pull invisible to the workload"].outcome is Outcome.NOT_RUN
     assert verdict.outcome is Outcome.ERROR
+
+
+def test_a_visible_link_fault_fails_g4(tmp_path):
+    link = fake_run(tmp_path, "fault run", {"plan": {"kind": "link-flap"}, "impact": {"errors": 12}})
+    results = link / "results.json"
+    results.write_text(results.read_text().replace('"outcome": "pass"', '"outcome": "fail"', 1))
+    verdict = GATES["g4"].evaluate(Evidence.from_paths([link]), load_config(None))
+    by_name = {c.name: c for c in verdict.criteria}
+    assert by_name["link cut: I/O errors seen by the workload"].measured == 12
+    assert by_name["link cut invisible to the workload"].outcome is Outcome.FAIL
+    assert verdict.outcome is Outcome.FAIL
 
 
 def test_soak_with_interruptions_fails_with_its_count(tmp_path):

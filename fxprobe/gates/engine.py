@@ -103,7 +103,9 @@ class Evidence:
 class Requirement:
     """Which run a check reads: by ``results.json`` command, and/or by a field it holds.
 
-    ``where`` narrows further: ``{"fault.kind": "drive"}`` keeps runs whose field equals it.
+    ``where`` narrows further: ``(("plan.kind", "drive-pull"),)`` keeps runs whose field equals
+    the value (or is one of the values, when it is a tuple); ``unless`` drops runs whose field
+    equals the value (``(("dry_run", True),)``).
     """
 
     name: str                          # "selftest run" - used in "not run" reasons
@@ -111,6 +113,7 @@ class Requirement:
     commands: tuple[str, ...] = ()
     has_field: str = ""
     where: tuple[tuple[str, Any], ...] = ()
+    unless: tuple[tuple[str, Any], ...] = ()
 
     def matches(self, run: RunRecord) -> bool:
         by_command = bool(self.commands) and any(
@@ -118,7 +121,10 @@ class Requirement:
         by_field = bool(self.has_field) and run.get(self.has_field) is not MISSING
         if not (by_command or by_field):
             return False
-        return all(run.get(key) == value for key, value in self.where)
+        if any(run.get(key) == value for key, value in self.unless):
+            return False
+        return all(run.get(key) in value if isinstance(value, tuple) else run.get(key) == value
+                   for key, value in self.where)
 
 
 @dataclass(frozen=True)
