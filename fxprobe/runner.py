@@ -243,19 +243,21 @@ class Runner:
     # -- background ----------------------------------------------------------
     def start(self, argv: Sequence[str], *, host: Host = LOCAL, label: str | None = None,
               env: dict | None = None, stdout_path: Path | None = None,
-              stderr_path: Path | None = None) -> Background:
+              stderr_path: Path | None = None, stdout_pipe: bool = False) -> Background:
+        """Start argv in the background. ``stdout_pipe`` gives the caller ``process.stdout``
+        (bytes) to read as it comes instead of a raw file (a stream too long to keep)."""
         if isinstance(argv, (str, bytes)):
             raise TypeError("Runner.start takes an argument list, never a shell string")
         argv = [str(a) for a in argv]
         name = self._name(label, argv)
         full = host.wrap(argv)
         default_out, default_err = self._raw_paths(name)
-        stdout_path = stdout_path or default_out
+        stdout_path = None if stdout_pipe else (stdout_path or default_out)
         stderr_path = stderr_path or default_err
         started_at, started = time.monotonic(), utc_stamp()
         if self.dry_run:
             return Background(self, full, host, None, name, started_at, started, None, None, env or {})
-        out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
+        out = open(stdout_path, "w") if stdout_path else (subprocess.PIPE if stdout_pipe else subprocess.DEVNULL)
         err = open(stderr_path, "w") if stderr_path else subprocess.DEVNULL
         try:
             process = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -265,7 +267,7 @@ class Runner:
                               hint=install_hint(full[0])) from None
         finally:
             for handle in (out, err):
-                if handle is not subprocess.DEVNULL:
+                if handle not in (subprocess.DEVNULL, subprocess.PIPE):
                     handle.close()
         return Background(self, full, host, process, name, started_at, started,
                           stdout_path, stderr_path, env or {})

@@ -1,0 +1,60 @@
+"""``fxprobe soak PROFILE --duration 72h --target DEV|DIR`` and ``fxprobe soak --resume RUNDIR`` (G4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fxprobe import soak as soak_lib
+from fxprobe.cli.app import App, finish_verdict, pass_app
+from fxprobe.cli.profile import max_bytes_of, size_option
+from fxprobe.cli.run import parse_sets
+from fxprobe.errors import BadInput
+from fxprobe.rundir import RunDir
+
+
+@click.command()
+@click.argument("profile", required=False)
+@click.option("--duration", default=None, help="Load period: 90s, 10m, 72h, 1h30m.")
+@click.option("--target", default=None, help="Directory or block device (/dev/...) to load.")
+@click.option("--resume", "resume_dir", type=click.Path(path_type=Path), default=None,
+              help="Continue the soak in RUNDIR after a crash (the gap is recorded as an interruption).")
+@click.option("--stall", type=float, default=soak_lib.DEFAULT_STALL_S, show_default=True,
+              help="Seconds without a completed I/O that count as a stall.")
+@click.option("--sample", type=float, default=soak_lib.DEFAULT_SAMPLE_S, show_default=True,
+              help="Seconds between telemetry samples (CPU, memory, disks, NICs, NVMe, md).")
+@click.option("--health", type=float, default=soak_lib.DEFAULT_HEALTH_S, show_default=True,
+              help="Seconds between `nvme smart-log` reads.")
+@click.option("--allow-serial", "allow", multiple=True,
+              help="Serial (or loop:<file>) of a device that may be written (repeatable).")
+@click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
+@size_option
+@pass_app
+def soak(app: App, profile, duration, target, resume_dir, stall, sample, health, allow, sets, scale,
+         max_bytes) -> int:
+    """Run PROFILE for the whole --duration; record every interruption (G4 evidence)."""
+    if resume_dir is not None:
+        run, state = soak_lib.load_state(resume_dir)
+        config = soak_lib.SoakConfig.from_dict(state["config"])
+        given = {"PROFILE": (profile, config.profile), "--target": (target, config.target)}
+        for name, (value, recorded) in given.items():
+            if value is not None and value != recorded:
+                raise BadInput(f"{name} {value!r} differs from the resumed soak's {recorded!r}",
+                               hint="leave it out: --resume takes it from the run")
+        if duration is not None and soak_lib.parse_duration(duration) != config.planned_s:
+            raise BadInput(f"--duration {duration!r} differs from the resumed soak's {config.planned_s:g} s",
+                           hint="leave it out: --resume takes it from the run")
+        summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state).resume()
+    else:
+        if not profile:
+            raise BadInput("give a PROFILE to run (fxprobe profile list), or --resume RUNDIR")
+        if duration is None or target is None:
+            raise BadInput(f"soak {profile}: --duration and --target are required")
+        config = soak_lib.SoakConfig(profile, target, soak_lib.parse_duration(duration), stall, sample, health,
+                                     scale, max_bytes_of(max_bytes), tuple(allow), parse_sets(sets))
+        soak_lib.plan_soak(config)
+        run = app.new_run("soak")
+        summary = soak_lib.Soak(run, app.runner(run), config, app.progress).start()
+    return finish_verdict(app, run, "soak", summary.verdict(),
+                          {**summary.to_dict(), "records": soak_lib.RECORDS}, summary.lines())

@@ -1,0 +1,187 @@
+"""Soak: durations, fio's status stream, the interruption monitor, records, summary, bad input."""
+
+import json
+import subprocess
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fxprobe import soak
+from fxprobe.errors import BadInput, ParseError
+from fxprobe.rundir import RunDir
+
+
+# -- durations ---------------------------------------------------------------------
+@pytest.mark.parametrize("text, seconds", [("90", 90), ("90s", 90), ("10m", 600), ("72h", 259200),
+                                           ("1h30m", 5400), ("2d", 172800), ("1.5m", 90), (" 5S ", 5)])
+def test_durations(text, seconds):
+    assert soak.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "10x", "h", "-5s", "0", "0s", "1h-2m", "m10", "10 m", "nan"])
+def test_malformed_durations_are_bad_input(text):
+    with pytest.raises(BadInput, match="--duration"):
+        soak.parse_duration(text)
+
+
+# -- fio status stream -----------------------------------------------------------------
+def status_doc(ts_ms, read_bytes, ios, total_err=None, error=0, write_bytes=0):
+    job = {"jobname": "j", "error": error, "read": {"io_bytes": read_bytes, "total_ios": ios},
+           "write": {"io_bytes": write_bytes, "total_ios": 0}}
+    if total_err is not None:
+        job["total_err"] = total_err
+    return {"fio version": "fio-3.33", "timestamp": ts_ms // 1000, "timestamp_ms": ts_ms, "jobs": [job]}
+
+
+def fio_text(docs):
+    # fio prints each document indented, closing with "}" at a line start
+    return "".join(json.dumps(d, indent=2) + "\n" for d in docs)
+
+
+def test_parse_status_doc_sums_jobs_and_directions():
+    doc = status_doc(1_000_500, 4096, 1, total_err=2, error=5, write_bytes=8192)
+    doc["jobs"].append({"jobname": "k", "error": 0, "read": {"io_bytes": 100, "total_ios": 3}})
+    point = soak.parse_status_doc(doc)
+    assert point == soak.StatusPoint(1000.5, 4096 + 8192 + 100, 4, 2, 5)
+
+
+def test_parse_status_doc_names_the_bad_field():
+    with pytest.raises(ParseError, match="timestamp_ms"):
+        soak.parse_status_doc({"jobs": []})
+    bad = status_doc(1000, "many", 1)
+    with pytest.raises(ParseError, match=r"jobs\[0\]\.read\.io_bytes"):
+        soak.parse_status_doc(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 400), min_size=1, max_size=30), st.integers(1, 5))
+def test_json_stream_gives_the_same_documents_whatever_the_chunking(cuts, count):
+    docs = [status_doc(1000 * (i + 1), 4096 * i, i) for i in range(count)]
+    data = ("fio: a warning line\n" + fio_text(docs)).encode()
+    stream, got, pos = soak.JsonStream(), [], 0
+    for cut in cuts:
+        got += stream.feed(data[pos:pos + cut])
+        pos += cut
+    got += stream.feed(data[pos:])
+    assert got == docs
+    assert stream.skipped == ["fio: a warning line"]
+
+
+# -- the monitor ---------------------------------------------------------------------------
+def P(ts, ios, errors=0):
+    return soak.StatusPoint(ts, ios * 4096, ios, errors, 0)
+
+
+def test_monitor_stall_opens_after_the_limit_and_closes_when_io_resumes():
+    m = soak.Monitor(stall_s=5)
+    m.new_segment(1, 100.0)
+    out = m.observe(P(101, 10))
+    assert out[0]["type"] == "sample" and out[0]["bw"] == 40960 and out[0]["iops"] == 10
+    assert m.observe(P(102, 20))[0]["iops"] == 10
+    for t in range(103, 108):
+        m.observe(P(t, 20))                       # no completed I/O from 102 on
+        assert m.tick(t) == []                    # 5 s at most: not yet a stall
+    [opened] = m.tick(107.2)
+    assert opened["kind"] == "stall" and opened["start_ts"] == 102
+    assert m.tick(108) == []                      # opened once
+    out = m.observe(P(111, 25))
+    assert out[-1]["type"] == "interruption-end" and out[-1]["seconds"] == 9
+
+
+def test_monitor_startup_grace_then_stall():
+    m = soak.Monitor(stall_s=5)
+    m.new_segment(1, 0.0)
+    assert m.tick(30) == []
+    [opened] = m.tick(soak.STARTUP_GRACE_S + 1)
+    assert opened["kind"] == "stall" and "first" in opened["detail"]
+
+
+def test_monitor_io_errors_and_lost_paths():
+    m = soak.Monitor(stall_s=5)
+    m.new_segment(1, 0.0)
+    m.observe(P(1, 10))
+    out = m.observe(P(2, 20, errors=3))
+    assert out[-1]["kind"] == "io-error" and out[-1]["detail"].startswith("3 new")
+    baseline = {"nvme1": {"state": "live", "transport": "tcp", "address": "traddr=10.0.1.1"}}
+    assert m.paths(baseline, {"nvme1": {"state": "live"}}, 3) == []
+    [lost] = m.paths(baseline, {"nvme1": {"state": "connecting"}}, 4)
+    assert lost["kind"] == "path-lost" and "connecting" in lost["detail"]
+    assert m.paths(baseline, {}, 5) == []         # still lost (now gone): not opened twice
+    [back] = m.paths(baseline, {"nvme1": {"state": "live"}}, 9)
+    assert back["type"] == "interruption-end" and back["seconds"] == 5
+
+
+# -- records and summary ---------------------------------------------------------------------
+def test_records_survive_a_torn_last_line(tmp_path):
+    path = tmp_path / "soak.jsonl"
+    log = soak.RecordLog(path)
+    log.append({"type": "start", "n": 1})
+    log.close()
+    with open(path, "a") as handle:
+        handle.write('{"type": "sam')            # the crash came in the middle of a write
+    assert soak.read_records(path) == [{"type": "start", "n": 1}]
+    log = soak.RecordLog(path)                     # reopening cuts the torn line
+    log.append({"type": "end"})
+    log.close()
+    assert soak.read_records(path) == [{"type": "start", "n": 1}, {"type": "end"}]
+
+
+def test_summary_from_records_counts_covered_time_and_interruptions():
+    m = soak.Monitor(stall_s=5)
+    records = [{"type": "start", "profile": "p", "target": "/t", "planned_s": 10.0, "stall_s": 5, "sample_s": 10}]
+    records += m.new_segment(1, 100.0)
+    records.append({"type": "segment", "seg": 1, "ts": 100.0})
+    for t, ios in ((101, 10), (102, 20), (103, 20), (104, 20), (105, 20), (106, 20), (107, 20)):
+        records += m.observe(P(t, ios))
+        records += m.tick(t + 0.5)
+    records += m.observe(P(108, 30))
+    records += m.fio_ended(108.5, "fio exited with code 1")
+    records += m.new_segment(2, 110.0)
+    records.append({"type": "segment", "seg": 2, "ts": 110.0})
+    records += m.observe(P(111, 10))
+    summary = soak.summarize(records)
+    assert summary.duration_s == 9.0 and summary.samples == 9 and summary.segments == 2
+    kinds = [(i.kind, i.seconds) for i in summary.interruptions]
+    assert kinds == [("stall", 6.0), ("fio-exit", 1.5)]
+    assert not summary.completed and "NOT finished" in summary.lines()[-1]
+    verdict = summary.verdict()
+    assert verdict.outcome.value == "fail"
+    assert [c.line() for c in verdict.criteria][0].startswith("FAIL    interruptions: 2 (need <= 0")
+
+
+# -- bad input: one line, exit 2 --------------------------------------------------------------
+def fxprobe(tmp_path, capsys, *args):
+    """The real entry point, in this process (a new interpreter per case costs seconds here)."""
+    from fxprobe.cli.main import main
+    code = main(["--runs", str(tmp_path / "runs"), *args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["soak", "no-such-profile", "--duration", "10s", "--target", "{tmp}"], "unknown profile 'no-such-profile'"),
+    (["soak", "small-file-dataset", "--duration", "10x", "--target", "{tmp}"], "--duration '10x'"),
+    (["soak", "small-file-dataset", "--duration", "10s"], "--target are required"),
+    (["soak", "--resume", "{tmp}/nowhere"], "not a run directory"),
+    (["soak", "--resume", "{tmp}/other-run"], "not a soak run"),
+    (["soak", "small-file-dataset", "--duration", "10s", "--target", "{tmp}", "--stall", "0"], "--stall must be"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
+    other = RunDir.create(tmp_path, "run")
+    other.path.rename(tmp_path / "other-run")
+    (tmp_path / "other-run" / "results.json").write_text('{"command": "run"}')
+    done = fxprobe(tmp_path, capsys, *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "runs").exists()        # nothing was started
+
+
+def test_resume_of_a_finished_soak_is_refused(tmp_path, capsys):
+    run = RunDir.create(tmp_path, "soak")
+    (run.path / soak.STATE).write_text(json.dumps({"command": "soak", "config": {
+        "profile": "small-file-dataset", "target": str(tmp_path), "planned_s": 10}}))
+    (run.path / soak.RECORDS).write_text("")
+    (run.path / "results.json").write_text('{"command": "soak"}')
+    done = fxprobe(tmp_path, capsys, "soak", "--resume", str(run.path))
+    assert done.returncode == 2 and "finished already" in done.stderr
