@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from xml.etree import ElementTree
@@ -9,6 +10,7 @@ from xml.etree import ElementTree
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fxprobe.report import plots
 from fxprobe.report.build import build_report
 from fxprobe.report.bundle import MANIFEST, SIGNATURE, verify_bundle
 from fxprobe.signing import generate_keypair, load_private_key, sign
@@ -24,13 +26,22 @@ def bundle(tmp_path_factory):
     soak = fake_run(base / "runs", "soak", {
         "timeseries": {"read bw": {"t": [0, 1, 2, 3, 4], "v": [9.8, 9.9, 0.0, 9.7, 9.8], "unit": "GB/s"}},
         "events": [{"t": 2, "label": "link cut"}],
-        "latency_cdf": {"read": {"x": [100, 200, 400], "p": [0.5, 0.9, 1.0], "unit": "us"}}})
+        "latency_cdf": {"read": {"x": [100, 200, 400], "p": [0.5, 0.9, 1.0], "unit": "us"}},
+        "records": "soak.jsonl"})
+    records = [{"type": "start"}] + [{"type": "sample", "ts": 1000 + i, "bw": 2e9 if i != 3 else 0} for i in range(6)]
+    records.append({"type": "interruption", "kind": "stall", "start_ts": 1003})
+    (soak / "soak.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"sam")
+    (soak / "timeline.png").write_bytes(plots_png())
     keys = base / "keys"
     generate_keypair(keys / "k.pem", keys / "k.pub")
     generate_keypair(keys / "other.pem", keys / "other.pub")
     out = base / "report"
     built = build_report([g3_run, soak], out, keys / "k.pem")
     return out, keys, built
+
+
+def plots_png() -> bytes:
+    return plots.time_series({"x": {"t": [0, 1], "v": [1, 2]}}, [])
 
 
 def copy_of(bundle, tmp_path) -> Path:
@@ -49,8 +60,10 @@ def test_signed_bundle_verifies(bundle):
     assert (out / "report.md").read_text().count("| FAIL | c8 throughput gain (band low) | 28.9 %") == 1
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and "src='http" not in html and 'src="http' not in html
-    plots = sorted(p.name.split("-")[0] for p in (out / "plots").iterdir())
-    assert plots == ["g3", "gate", "latency", "timeline"]
+    names = sorted(p.name for p in (out / "plots").iterdir())
+    for prefix in ("gate-summary", "g3-", "latency-cdf-", "soak-", "timeline-"):
+        assert any(n.startswith(prefix) for n in names), (prefix, names)
+    assert any(n.endswith("-soak-timeline.png") for n in names), names   # the run's own PNG, inlined too
     suites = ElementTree.parse(out / "junit.xml").getroot().findall("testsuite")
     assert suites[0].get("failures") == "1" and suites[0].get("skipped") == "2"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from fxprobe.errors import BadInput
 from fxprobe.report import plots
 from fxprobe.report.bundle import write_manifest
-from fxprobe.report.collect import RunView, read_run
+from fxprobe.report.collect import RunView, read_run, soak_series
 from fxprobe.report.render import html_page, junit_xml, markdown
 from fxprobe.rundir import utc_stamp
 
@@ -39,6 +39,10 @@ def make_plots(runs: list[RunView]) -> dict[str, bytes]:
         figures[f"g3-{run.name}"] = plots.g3_changes(g3.get("comparisons") or [],
                                                      thresholds.get("ttft_reduction_min_pct"), band)
         figures[f"timeline-{run.name}"] = plots.time_series(run.results.get("timeseries"), run.results.get("events"))
+        series, events = soak_series(run)
+        figures[f"soak-{run.name}"] = plots.time_series(series, events)
+        for png in sorted(run.path.rglob("*.png")):
+            figures[f"{run.name}-{png.stem}"] = png.read_bytes()
         figures[f"latency-cdf-{run.name}"] = plots.latency_cdfs(run.results.get("latency_cdf"))
     return {name: png for name, png in figures.items() if png}
 
