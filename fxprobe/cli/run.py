@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from fxprobe import sweep as sweep_lib
-from fxprobe import workload
 from fxprobe.cli.app import App, finish, finish_verdict, pass_app
 from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.errors import BadInput
 from fxprobe.hosts import LocalHost, SshHost
 from fxprobe.verdict import Criterion, Outcome, Verdict
 
+FIO_PORT = 8765   # fxprobe.workload.FIO_PORT; the heavy modules (pandas) load only when a command runs
+REPEAT_DIFF_LIMIT_PCT = 5.0
 
-def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int, user: str) -> list[workload.Node] | None:
+
+def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int, user: str) -> list | None:
     """``local``, ``local:127.0.0.2`` or ``[user@]address`` items, comma separated."""
+    from fxprobe import workload
     if not text:
         return None
     nodes = []
@@ -25,7 +29,7 @@ def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int
         else:
             who, _, address = item.rpartition("@")
             host = SshHost(address, address, port=ssh_port, user=who or user,
-                           identity=identity and __import__("pathlib").Path(identity))
+                           identity=Path(identity) if identity else None)
             nodes.append(workload.Node(host, address, port))
     names = [n.name + f":{n.port}" for n in nodes]
     if len(set(names)) != len(names):
@@ -40,7 +44,7 @@ def common_options(function):
         click.option("--runtime", type=click.FloatRange(0.5), default=None, help="Measured seconds per repeat."),
         click.option("--ramp", type=click.FloatRange(0), default=None, help="Warm-up seconds discarded per repeat."),
         click.option("--nodes", default=None, help="Run from these nodes with fio client/server: local, local:ADDR or [user@]host, comma separated."),
-        click.option("--fio-port", type=int, default=workload.FIO_PORT, show_default=True, help="fio --server port on each node."),
+        click.option("--fio-port", type=int, default=FIO_PORT, show_default=True, help="fio --server port on each node."),
         click.option("--ssh-identity", default=None, help="SSH key for --nodes."),
         click.option("--ssh-port", type=int, default=22, show_default=True),
         click.option("--ssh-user", default="root", show_default=True),
@@ -61,6 +65,7 @@ def common_options(function):
 def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
         allow, ceiling, scale, max_bytes, dry_run, sets) -> int:
     """Run profile NAME on a target: layout, cold/warm cache, ramp, repeats, steady state, merged percentiles."""
+    from fxprobe import workload
     node_list = parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user)
     overrides = parse_sets(sets)
     args = dict(nodes=node_list, repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes),
@@ -88,11 +93,11 @@ def parse_sets(sets) -> dict:
     return overrides
 
 
-def run_verdict(result: workload.WorkloadResult) -> Verdict:
+def run_verdict(result) -> Verdict:
     bw = result.bandwidth
     criteria = [
         Criterion.compare("repeats agree (largest pairwise difference)", bw.max_pair_diff_pct, "<=",
-                          workload.REPEAT_DIFF_LIMIT_PCT, unit="%", detail=f"CV {bw.cv_pct:.2f} %"),
+                          REPEAT_DIFF_LIMIT_PCT, unit="%", detail=f"CV {bw.cv_pct:.2f} %"),
         Criterion.compare("steady state attained (repeats)", result.steady_attained, "==", len(result.repeats)),
     ]
     return Verdict(f"run {result.profile}", tuple(criteria))
@@ -108,6 +113,7 @@ def run_verdict(result: workload.WorkloadResult) -> Verdict:
 def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
           allow, ceiling, scale, max_bytes, vary, p99_limit_ms) -> int:
     """Bandwidth/latency curve of NAME over one knob, and its knee under a p99 limit."""
+    from fxprobe import sweep as sweep_lib
     key, values = sweep_lib.parse_vary(vary)
     run_dir = app.new_run("sweep")
     result = sweep_lib.run_sweep(
