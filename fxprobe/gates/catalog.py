@@ -83,7 +83,7 @@ G1 = Gate("g1", "delivery acceptance", checks=(
 ))
 G2 = Gate("g2", "single-node baseline", checks=(
     Check("line efficiency", LINE_EFFICIENCY, "summary.line_efficiency", ">=", "line_efficiency_min_pct",
-          unit="%", scale=100.0),
+          unit="%", scale=100.0, context=(("transport", "label"), ("line rate bit/s", "line_rate_bps"))),
 ), extras=(baseline_deviation_criteria,))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(

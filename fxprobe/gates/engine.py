@@ -143,6 +143,7 @@ class Check:
     scale: float = 1.0
     per: str = ""                      # optional denominator field (a ratio)
     count: bool = False
+    context: tuple[tuple[str, str], ...] = ()   # (label, field) pairs shown in the detail
 
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
         threshold = config.get(gate, self.threshold)
@@ -190,8 +191,10 @@ class Check:
         measured = value * self.scale
         if isinstance(value, int) and self.scale == 1.0 and not self.per:
             measured = value
+        detail = ", ".join(f"{label} {run.get(dotted)}" for label, dotted in self.context
+                           if run.get(dotted, None) is not None)
         return Criterion.compare(name, measured, self.comparator, threshold, unit=self.unit,
-                                 evidence=run.evidence)
+                                 detail=detail, evidence=run.evidence)
 
 
 @dataclass(frozen=True)
