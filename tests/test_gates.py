@@ -30,7 +30,10 @@ def full_evidence(base) -> list[Path]:
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.8412}}),
         fake_run(base, "run", {"baseline_comparison": {"ttft_p50_s": {"measured": 7.9, "reference": 7.53},
                                                        "tok_s": {"measured": 55.0, "reference": 56.6}}}),
-        fake_run(base, "run", {"multi_node": {"hosts": 8, "read_gbit_s": 91.2, "nic_ceiling_gbit_s": 98.0}}),
+        fake_run(base, "run", {"workload": {"direction": "read", "nodes": [f"host{i}" for i in range(8)],
+                                            "ceiling_bps": 98e9, "fraction_of_ceiling": 0.9306}}),
+        fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1"],      # single node: not G3
+                                            "fraction_of_ceiling": 0.5}}),
         fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": []}),
         fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0}}),
         fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0}}),
@@ -87,6 +90,7 @@ def test_all_gates_pass_from_complete_evidence(tmp_path, capsys):
     g3 = {c.name: c for c in verdicts["g3"].criteria}
     assert g3["multi-node read-back vs NIC ceiling"].outcome is Outcome.PASS
     assert g3["multi-node read-back vs NIC ceiling"].measured == pytest.approx(93.06, abs=0.01)
+    assert g3["nodes sharing one array"].measured == 8
     assert verdicts["g3"].outcome is Outcome.NOT_RUN
     assert "no G3 benchmark comparison" in g3["TTFT reduction and throughput gain"].detail
     args = ["gate", "all"] + [a for p in paths for a in ("--evidence", str(p))]

@@ -12,8 +12,9 @@ G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference
       ``summary.line_efficiency`` (a fraction) x 100 >= g2.line_efficiency_min_pct (83)
 G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain per
       concurrency, re-judged with the current thresholds (see :mod:`fxprobe.gates.g3`)
-    a run holding ``multi_node``: ``read_gbit_s / nic_ceiling_gbit_s x 100``
-      >= g3.nic_ceiling_min_pct, and ``hosts`` >= g3.nodes_sharing
+    ``run`` results with ``workload.direction`` "read" and 2+ ``workload.nodes``:
+      ``workload.fraction_of_ceiling`` x 100 >= g3.nic_ceiling_min_pct, and
+      the number of ``workload.nodes``      >= g3.nodes_sharing
 G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >= g4.soak_hours_min,
       ``interruptions`` (a count or a list) <= g4.interruptions_max
     runs with ``command`` "fault run" (not ``dry_run``), ``plan.kind`` "drive-pull" and one of

@@ -105,7 +105,8 @@ class Requirement:
 
     ``where`` narrows further: ``(("plan.kind", "drive-pull"),)`` keeps runs whose field equals
     the value (or is one of the values, when it is a tuple); ``unless`` drops runs whose field
-    equals the value (``(("dry_run", True),)``).
+    equals the value (``(("dry_run", True),)``); ``at_least`` keeps runs whose field (a number,
+    or a list's length) is at least n (``(("workload.nodes", 2),)``: multi-node runs only).
     """
 
     name: str                          # "selftest run" - used in "not run" reasons
@@ -114,6 +115,7 @@ class Requirement:
     has_field: str = ""
     where: tuple[tuple[str, Any], ...] = ()
     unless: tuple[tuple[str, Any], ...] = ()
+    at_least: tuple[tuple[str, int], ...] = ()
 
     def matches(self, run: RunRecord) -> bool:
         by_command = bool(self.commands) and any(
@@ -123,6 +125,11 @@ class Requirement:
             return False
         if any(run.get(key) == value for key, value in self.unless):
             return False
+        for key, least in self.at_least:
+            value = run.get(key, None)
+            size = len(value) if isinstance(value, (list, tuple)) else value
+            if not isinstance(size, (int, float)) or isinstance(size, bool) or size < least:
+                return False
         return all(run.get(key) in value if isinstance(value, tuple) else run.get(key) == value
                    for key, value in self.where)
 

@@ -13,9 +13,10 @@ Candidates and baselines are paired by concurrency (vllm ``max_concurrency``); r
 without a concurrency pair up only one to one. A candidate without a baseline (or the
 reverse) gives a "not run" criterion naming the missing file.
 
-The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) is a
-declared :class:`~fxprobe.gates.engine.Check` on a run whose results.json holds
-``multi_node.read_gbit_s``, ``multi_node.nic_ceiling_gbit_s`` and ``multi_node.hosts``.
+The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) is
+declared :class:`~fxprobe.gates.engine.Check` s on ``fxprobe run PROFILE --nodes ...``
+results with two or more nodes and direction "read": ``workload.fraction_of_ceiling`` x 100
+>= ``g3.nic_ceiling_min_pct`` and ``len(workload.nodes)`` >= ``g3.nodes_sharing``.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
 
 TTFT_KEYS = ("p50", "p90", "p99")
 
-MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --hosts 8 (multi-node)",
-                         has_field="multi_node.read_gbit_s")
+MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --nodes host1,...,host8 (a read profile)",
+                         commands=("run",), where=(("workload.direction", "read"),),
+                         at_least=(("workload.nodes", 2),))
 MULTI_NODE_CHECKS = (
-    Check("multi-node read-back vs NIC ceiling", MULTI_NODE, "multi_node.read_gbit_s", ">=",
-          "nic_ceiling_min_pct", unit="%", scale=100.0, per="multi_node.nic_ceiling_gbit_s"),
-    Check("nodes sharing one array", MULTI_NODE, "multi_node.hosts", ">=", "nodes_sharing"),
+    Check("multi-node read-back vs NIC ceiling", MULTI_NODE, "workload.fraction_of_ceiling", ">=",
+          "nic_ceiling_min_pct", unit="%", scale=100.0,
+          context=(("ceiling bit/s", "workload.ceiling_bps"), ("profile", "workload.profile"))),
+    Check("nodes sharing one array", MULTI_NODE, "workload.nodes", ">=", "nodes_sharing", count=True),
 )
 
 
