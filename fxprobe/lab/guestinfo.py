@@ -56,17 +56,26 @@ def net_links(sys_root: Path) -> list[dict]:
     return out
 
 
+MAX_GID_SCAN = 64
+
+
 def rdma_ports(sys_root: Path) -> list[dict]:
     out = []
     for dev in sorted((sys_root / "class" / "infiniband").glob("*")):
         for port in sorted((dev / "ports").glob("*")):
             gids = []
-            for gid_type in sorted((port / "gid_attrs" / "types").glob("*"), key=lambda p: int(p.name)):
-                kind = _read(gid_type)
-                if kind:
-                    gids.append({"index": int(gid_type.name), "type": kind,
-                                 "gid": _read(port / "gids" / gid_type.name),
-                                 "ndev": _read(port / "gid_attrs" / "ndevs" / gid_type.name)})
+            # GID tables have hundreds of slots and reading an empty one is slow; used ones come first.
+            empty = 0
+            for index in range(MAX_GID_SCAN):
+                kind = _read(port / "gid_attrs" / "types" / str(index))
+                if not kind:
+                    empty += 1
+                    if empty >= 4:
+                        break
+                    continue
+                empty = 0
+                gids.append({"index": index, "type": kind, "gid": _read(port / "gids" / str(index)),
+                             "ndev": _read(port / "gid_attrs" / "ndevs" / str(index))})
             out.append({"device": dev.name, "port": int(port.name), "state": _read(port / "state"),
                         "link_layer": _read(port / "link_layer"), "gids": gids})
     return out

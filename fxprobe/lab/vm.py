@@ -41,15 +41,20 @@ from fxprobe.qmp import Qmp
 from fxprobe.rundir import utc_stamp, write_json
 from fxprobe.runner import CommandResult, Runner
 
-GUEST_MODULES = ("configfs", "nvme", "nvme-tcp", "nvme-rdma", "nvmet", "nvmet-tcp", "nvmet-rdma",
-                 "rdma_rxe", "ib_uverbs", "rdma_ucm", "raid0", "raid1", "raid10", "raid456",
-                 "null_blk nr_devices=0", "loop", "dm_delay", "dm_flakey", "sch_tbf")
+# Loaded at boot, one `modprobe -a` per line; array and hosts both get the initiator and target
+# stacks (later features build native targets on hosts too), RAID and null_blk.
+GUEST_MODULES = (("configfs", "rdma_rxe", "ib_uverbs", "rdma_ucm"),
+                 ("nvme", "nvme-tcp", "nvme-rdma"),
+                 ("nvmet", "nvmet-tcp", "nvmet-rdma", "raid0", "raid1", "raid10", "raid456",
+                  "null_blk", "loop", "dm_delay", "dm_flakey", "sch_tbf"))
+MODPROBE_CONF = "options null_blk nr_devices=0\n"
 ARRAY_MEMORY_MB = 1024
 HOST_MEMORY_MB = 768
 DATA_MTU = 9000
 READY_TIMEOUT = 300
 RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)$")
 MAIN_MD = "fxlab"
+ALT_PORT_OFFSET = 50      # nvmet port id of a link's second transport
 STATE = "state.json"
 
 
@@ -304,7 +309,8 @@ class Lab:
             env = {"FXLAB_NAME": name, "FXLAB_MTU": DATA_MTU, "FXLAB_RXE": 1, "FXLAB_HOSTNQN": hostnqn,
                    "FXLAB_HOSTID": hostid, "FXLAB_FORWARD": int(name == "array")}
             (share / "guest.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-            (share / "modules").write_text("\n".join(GUEST_MODULES) + "\n")
+            (share / "modules").write_text("".join(" ".join(line) + "\n" for line in GUEST_MODULES))
+            (share / "modprobe.conf").write_text(MODPROBE_CONF)
             (share / "hosts").write_text(hosts_file(spec, name))
             nics = [f"52:54:00:00:{index:02x}:00 mgmt 10.0.2.15/24"]
             routes = []
@@ -398,8 +404,11 @@ class Lab:
         args = ["create", "--nqn", nqn, "--md", name, "--level", level, "--serial-number", f"FXLAB{name[:8].upper()}"]
         for slot in slots:
             args += ["--drive-serial", self.drive(slot)["serial"]]
+        # every link carries a port for each transport (soft-RoCE is always on); hosts use spec.transport
+        other = "rdma" if transport == "tcp" else "tcp"
         for link in self.state["links"]:
-            args += ["--port", f"{link['nvmet_port']}:{transport}:{link['array_ip']}:{NVME_PORT}"]
+            args += ["--port", f"{link['nvmet_port']}:{transport}:{link['array_ip']}:{NVME_PORT}",
+                     "--port", f"{link['nvmet_port'] + ALT_PORT_OFFSET}:{other}:{link['array_ip']}:{NVME_PORT}"]
         result = self.exec("array", self.python("fxprobe.lab.target", *args), timeout=180, label=f"target-{name}")
         if not result.ok:
             raise ToolError(f"building export {name} in the array guest failed: "

@@ -15,9 +15,15 @@ say "stage 2 on $(uname -r)"
 hostname "$FXLAB_NAME"
 echo "$FXLAB_NAME" > /etc/hostname
 modprobe configfs && mount -t configfs configfs /sys/kernel/config
-# one module per line, with its parameters
+# udev first, so devices made by the modules below are handled as they appear; coldplug only
+# the subsystems fxprobe reads through udev (block, nvme, net, infiniband), not the whole tree.
+/lib/systemd/systemd-udevd --daemon
+udevadm trigger --action=add --subsystem-match=block --subsystem-match=nvme --subsystem-match=net \
+  --subsystem-match=infiniband --subsystem-match=infiniband_verbs --subsystem-match=misc
+# modules: one `modprobe -a` per line (the first line is what the network needs); options from the share
+cp /fxlab/modprobe.conf /etc/modprobe.d/fxlab.conf
 while read -r line; do
-  [ -n "$line" ] && { modprobe $line || say "modprobe $line failed"; }
+  [ -n "$line" ] && { modprobe -a $line || say "modprobe -a $line failed"; }
 done < /fxlab/modules
 [ "${FXLAB_FORWARD:-0}" = 1 ] && echo 1 > /proc/sys/net/ipv4/ip_forward
 # NICs are named by MAC: "mac name address/prefix" per line in /fxlab/nics.
@@ -54,10 +60,7 @@ cp /fxlab/ssh_host_ed25519_key /fxlab/authorized_keys /fxlab/sshd_config /etc/fx
 chmod 0600 /etc/fxlab/*
 say "modules, network and names set"
 /usr/sbin/sshd -f /etc/fxlab/sshd_config -E /fxlab/sshd.log || say "sshd failed to start"
-# udev, so pyudev and mdadm's rules see the drives.
-/lib/systemd/systemd-udevd --daemon
-udevadm trigger --action=add
-udevadm settle --timeout=60
+udevadm settle --timeout=120
 say "udev settled"
 touch /run/fxlab-ready
 say "ready"

@@ -1,0 +1,228 @@
+"""Lab pieces that need no guest: specs, address plan, QEMU argv, cpio, nvmet object model, mdstat, CLI refusals."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from fxprobe.cli.main import main
+from fxprobe.errors import BadInput, EXIT_NOT_RUN, EXIT_USAGE
+from fxprobe.lab.initramfs import CpioEntry, write_cpio
+from fxprobe.lab.kernel import parse_image_package
+from fxprobe.lab.qemu import MAX_DRIVES, Drive, GuestConfig, Nic, guest_argv
+from fxprobe.lab.kernel import LabKernel
+from fxprobe.lab.spec import LabSpec, drive_serial, hosts_file, link_plan
+from fxprobe.lab.vm import choose_ports, listening_ports, parse_path_lines
+from fxprobe.mdraid import parse_mdstat
+from fxprobe.nvmet import CFSError, NvmetRoot
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lab"
+
+
+# -- spec -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"raid": "raid7"}, "unknown RAID level"),
+    ({"drives": MAX_DRIVES + 1}, "hot-pluggable drives"),
+    ({"transport": "fc"}, "unknown transport"),
+    ({"raid": "raid6", "raid_drives": 3}, "at least 4"),
+    ({"links": 3}, "--links 3"),
+    ({"name": "Bad Name"}, "lab name"),
+])
+def test_spec_refuses_bad_input(kwargs, words):
+    with pytest.raises(BadInput, match=words):
+        LabSpec(**kwargs).validate()
+
+
+def test_default_spec_is_the_issue_default():
+    spec = LabSpec().validate()
+    assert (spec.drives, spec.raid, spec.hosts, spec.links, spec.transport) == (24, "raid6", 1, 1, "tcp")
+    assert spec.guest_names == ["array", "host1"]
+
+
+@given(st.text(alphabet="0123456789abcdef", min_size=8, max_size=8))
+def test_drive_serials_are_distinct_and_fit_the_nvme_field(token):
+    serials = [drive_serial(token, slot) for slot in range(MAX_DRIVES)]
+    assert len(set(serials)) == MAX_DRIVES
+    assert all(len(s) <= 20 and s.isascii() for s in serials)
+
+
+@given(st.integers(1, 8), st.integers(1, 2))
+def test_link_plan_addresses_are_unique(hosts, links):
+    spec = LabSpec(hosts=hosts, links=links).validate()
+    plan = link_plan(spec)
+    addresses = [l.array_ip for l in plan] + [l.host_ip for l in plan]
+    assert len(set(addresses)) == len(addresses) == 2 * hosts * links
+    assert len({l.port_id for l in plan}) == len(plan)
+    assert spec.port_count == 1 + hosts + hosts * links
+
+
+def test_hosts_file_names_every_guest():
+    spec = LabSpec(hosts=2, links=2)
+    text = hosts_file(spec, "host2")
+    assert "10.1.2.1\tarray" in text and "10.1.1.2\thost1\thost" in text
+    assert "host2" in hosts_file(spec, "array")
+
+
+def test_port_base_taken_is_refused():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(BadInput, match=f"port {port} on 127.0.0.1 is already taken"):
+            choose_ports(LabSpec(port_base=port).validate())
+
+
+# -- QEMU argv --------------------------------------------------------------------------------
+
+def test_guest_argv_is_loopback_only_and_drives_hotpluggable(tmp_path):
+    kernel = LabKernel("6.1.0-x", "linux-image-6.1.0-x", tmp_path)
+    guest = GuestConfig("array", tmp_path / "array", 2222, "52:54:00:00:00:00", 1024, 1,
+                        (Nic("l1h1", "52:54:00:01:01:01", "10.1.1.1", listen=3333, speed=100000),),
+                        (Drive(0, "SER0", "/x/0.img"), Drive(1, "SER1", "/x/1.img")))
+    argv = guest_argv(guest, kernel, tmp_path / "initrd", tmp_path / "stage2.sh", "tcg")
+    text = " ".join(argv)
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in text and "restrict=on" in text
+    assert "listen=127.0.0.1:3333" in text and "speed=100000" in text
+    assert f"unix:{tmp_path}/array/qmp.sock,server=on,wait=off" in text
+    assert "nvme,id=drive1,drive=nv1,serial=SER1,bus=pci.0,addr=0x4" in text
+    assert "tcg,thread=multi" in text and "readonly=on" in text
+
+
+def test_drive_device_args_are_the_same_at_boot_and_restore():
+    drive = Drive(7, "S", "/i")
+    assert drive.device_args() == {"driver": "nvme", "id": "drive7", "drive": "nv7", "serial": "S",
+                                   "bus": "pci.0", "addr": "0xa"}
+
+
+# -- initramfs --------------------------------------------------------------------------------
+
+def test_cpio_archive_is_read_by_cpio(tmp_path):
+    data = write_cpio([CpioEntry("bin", 0o040755), CpioEntry("bin/x", 0o100755, b"hello"),
+                       CpioEntry("dev/console", 0o020600, rdev=(5, 1))])
+    archive = tmp_path / "a.cpio"
+    archive.write_bytes(data)
+    listing = subprocess.run(["cpio", "-it", "--quiet"], input=data, capture_output=True, check=True).stdout.decode()
+    assert listing.split() == ["bin", "bin/x", "dev/console"]
+
+
+def test_kernel_package_is_resolved_from_apt_cache_depends():
+    text = "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n"
+    assert parse_image_package(text) == "linux-image-6.1.0-57-amd64"
+
+
+# -- mdstat, paths, sockets ----------------------------------------------------------------------
+
+def test_mdstat_fixture_from_the_lab():
+    arrays = parse_mdstat((FIXTURES / "array-mdstat.txt").read_text())
+    assert len(arrays) == 1 and arrays[0].level == "raid6"
+    assert arrays[0].raid_disks == 20 == arrays[0].working_disks and not arrays[0].degraded
+
+
+def test_mdstat_degraded_and_recovering():
+    text = ("md127 : active raid6 nvme5n1[5] nvme3n1[3](F) nvme0n1[0]\n"
+            "      1046528 blocks super 1.2 level 6, 512k chunk, algorithm 2 [6/5] [UUU_UU]\n"
+            "      [=>...................]  recovery =  8.5% (22016/261632) finish=0.1min speed=22016K/sec\n")
+    (md,) = parse_mdstat(text)
+    assert md.degraded and md.action == "recovery" and md.progress == 8.5
+    assert [m.faulty for m in md.members] == [False, True, False]
+
+
+def test_path_lines():
+    text = "nqn.x nvme0 live tcp traddr=10.1.1.1,trsvcid=4420\nnqn.x nvme1 connecting tcp traddr=10.2.1.1,trsvcid=4420\n"
+    paths = parse_path_lines(text)
+    assert [p["state"] for p in paths] == ["live", "connecting"] and paths[1]["address"].startswith("traddr=10.2")
+
+
+def test_listening_ports_reads_proc_net_tcp():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert server.getsockname()[1] in listening_ports()
+
+
+# -- nvmet object model on a fake configfs tree ------------------------------------------------
+
+def test_nvmet_model_on_a_fake_tree(tmp_path):
+    root = NvmetRoot(tmp_path)
+    (tmp_path / "subsystems").mkdir()
+    (tmp_path / "ports").mkdir()
+    subsystem = root.subsystem("nqn.test:a")
+    (subsystem.path / "namespaces").mkdir()
+    namespace_dir = subsystem.path / "namespaces" / "1"
+    namespace_dir.mkdir()
+    (namespace_dir / "enable").write_text("0\n")
+    namespace = subsystem.add_namespace(1, "/dev/md127")
+    assert namespace.device_path == "/dev/md127" and namespace.enabled
+    port = root.port(101)
+    (port.path / "subsystems").mkdir()
+    port.configure("tcp", "10.1.1.1", 4420)
+    port.link(subsystem)
+    assert port.subsystem_nqns() == ["nqn.test:a"]
+    with pytest.raises(CFSError, match="in use as tcp:10.1.1.1:4420"):
+        port.configure("rdma", "10.1.1.1", 4420)
+    with pytest.raises(CFSError, match="ports/7: no such port"):
+        root.port(7, create=False)
+    # (ordered teardown needs real configfs semantics: tested in the array guest, test_lab.py)
+
+
+def test_nvmet_probe_names_the_path(tmp_path):
+    assert "does not exist" in NvmetRoot(tmp_path / "nvmet").probe()
+
+
+# -- CLI refusals: one line, exit 2 or 3, nothing left ------------------------------------------
+
+def _qemu_processes_of(name: str) -> list[int]:
+    import psutil
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if "qemu-system" in cmdline and f"/labs/{name}/" in cmdline:
+            found.append(process.pid)
+    return found
+
+
+@pytest.mark.parametrize("args, env, code, words", [
+    (["--raid", "raid7"], {}, EXIT_USAGE, "unknown RAID level"),
+    (["--drives", "99"], {}, EXIT_USAGE, "--drives 99"),
+    ([], {"FXPROBE_QEMU": "/nonexistent/qemu-system-x86_64"}, EXIT_NOT_RUN, "is not installed"),
+])
+def test_lab_up_refusals(args, env, code, words, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "refused", *args]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "labs" / "refused").exists() and not _qemu_processes_of("refused")
+
+
+def test_lab_up_port_taken(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "busy", "--port-base", str(port)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_USAGE and len(err) == 1 and f"port {port}" in err[0]
+    assert not (tmp_path / "labs" / "busy").exists() and not _qemu_processes_of("busy")
+
+
+def test_lab_status_without_a_lab(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "status", "--name", "none"]) == EXIT_USAGE
+    assert "no lab named 'none' is up" in capsys.readouterr().err
+
+
+def test_native_lab_refuses_on_a_kernel_without_modules(capsys, monkeypatch, tmp_path):
+    if Path("/lib/modules", os.uname().release).is_dir():
+        pytest.skip("this kernel has modules: the native lab is tested inside the array guest")
+    monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--native", "--name", "nat"]) == EXIT_NOT_RUN
+    assert "no loadable modules" in capsys.readouterr().err
