@@ -166,3 +166,31 @@ def test_g2_reads_a_real_line_efficiency_run(tmp_path, capsys):
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if "line efficiency:" in l)
     assert "(need >= 83.0 %" in line and "transport TCP" in line and str(run) in line
+
+
+def test_g2_compares_measured_benchmarks_with_the_reference_table(tmp_path, capsys):
+    from gate_helpers import r2
+    ref = str(ROOT / "examples" / "claims" / "reference-r2.toml")
+    args = ["gate", "g2", "--reference", ref] + [a for p in r2("array") for a in ("--measured", p)]
+    assert fxprobe(tmp_path, *args) == 3                 # baseline passes; no line-efficiency run yet
+    out = capsys.readouterr().out
+    assert "PASS    baseline c16 throughput deviation: 0.0 %" in out
+    assert "no line-efficiency run among the evidence" in out
+    args = ["gate", "g2", "--reference", ref, "--measured", r2("local-nvme")[0]]
+    assert fxprobe(tmp_path, *args) == 1                  # local NVMe is 35.1 % off the array's TTFT
+    out = capsys.readouterr().out
+    assert "FAIL    baseline c8 TTFT p50 deviation: 35.1 % (need <= 10.0 %, margin -25.1 %)" in out
+    (first, second) = sorted(p for p in (tmp_path / "runs").iterdir() if p.name.endswith("gate-g2"))
+    assert (first / "raw" / "measured" / "r2-array-c8.json").exists() and (first / "raw" / "reference.toml").exists()
+    capsys.readouterr()
+    line_eff = fake_run(tmp_path / "ev", "line-efficiency", {"summary": {"line_efficiency": 0.9}})
+    assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(first), "--evidence", str(line_eff)) == 0
+
+
+def test_g2_reference_errors_are_bad_input(tmp_path, capsys):
+    from gate_helpers import r2
+    ref = str(ROOT / "examples" / "claims" / "reference-r2.toml")
+    assert fxprobe(tmp_path, "gate", "g2", "--reference", ref, "--measured", r2("array")[0],
+                   "--ttft-column", "nope") == 2
+    assert "no row has column 'nope'" in capsys.readouterr().err
+    assert fxprobe(tmp_path, "gate", "g2", "--measured", r2("array")[0]) == 2

@@ -9,8 +9,11 @@ import click
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
 from fxprobe.gates.engine import summary_row
-from fxprobe.gates.g3 import evaluate_g3, load_pair
-from fxprobe.verdict import Verdict, combine
+from fxprobe.errors import BadInput
+from fxprobe.gates import g2 as g2_lib
+from fxprobe.gates.engine import RunRecord
+from fxprobe.gates.g3 import evaluate_g3, keep_copies, load_pair, load_side
+from fxprobe.verdict import Criterion, Outcome, Verdict, combine
 
 _paths = click.Path(path_type=Path)
 evidence_option = click.option("--evidence", "evidence_paths", multiple=True, type=_paths,
@@ -49,8 +52,49 @@ def _make_single(name: str, title: str):
 
 
 g1 = _make_single("g1", "delivery acceptance")
-g2 = _make_single("g2", "single-node baseline")
 g4 = _make_single("g4", "stability and sign-off")
+
+
+@gate.command(name="g2")
+@click.option("--measured", "measured", multiple=True, type=_paths,
+              help="Single-node benchmark file or folder to compare with the reference (repeat per concurrency).")
+@click.option("--reference", type=_paths, default=None,
+              help="Reference table TOML ([[rows]] per concurrency), e.g. examples/claims/reference-r2.toml.")
+@click.option("--ttft-column", default="array_ttft_s", show_default=True, help="Reference TTFT p50 column (s).")
+@click.option("--throughput-column", default="array_tok_s", show_default=True, help="Reference throughput column.")
+@evidence_option
+@config_option
+@pass_app
+def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths, config_path):
+    """G2 single-node baseline (each metric within +-10 % of the reference) and line efficiency (>= 83 %).
+
+    With --measured and --reference this run compares the benchmarks itself (copies kept in raw/);
+    otherwise it reads earlier comparisons and line-efficiency runs from --evidence.
+    """
+    if bool(measured) != bool(reference):
+        raise BadInput("gate g2: --measured and --reference go together")
+    config = load_config(config_path)
+    evidence = Evidence.from_paths(evidence_paths)
+    loaded, ref = [], None
+    if measured:
+        ref = g2_lib.load_reference(reference, ttft_column, throughput_column)
+        loaded = load_side(list(measured))
+    run = app.new_run("gate g2")
+    extra: dict = {}
+    if ref is not None:
+        kept = keep_copies(run, "measured", loaded)
+        run.write_raw("reference.toml", Path(reference).read_bytes())
+        table, problems = g2_lib.baseline_comparison(kept, ref)
+        extra = {"baseline_comparison": table, "g2": {"reference": ref.source, "problems": problems,
+                                                      "measured": [r.to_dict() for r in kept]}}
+        own = RunRecord(run.path, {"command": "gate g2", "outcome": "pass", **extra})
+        evidence = Evidence((own,) + tuple(r for r in evidence.runs if "baseline_comparison" not in r.results))
+    verdict = GATES["g2"].evaluate(evidence, config)
+    if ref is not None and extra["g2"]["problems"]:
+        problems = tuple(Criterion("baseline comparison", Outcome.NOT_RUN, detail=p) for p in extra["g2"]["problems"])
+        verdict = Verdict(verdict.name, verdict.criteria + problems, verdict.reason)
+    return finish(app, run, "gate g2", {**_results(verdict, config, evidence_paths), **extra},
+                  verdict_lines(verdict), verdict.outcome)
 
 
 @gate.command(name="g3")

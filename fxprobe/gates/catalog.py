@@ -7,6 +7,7 @@ G1  runs with ``command`` "selftest" (one per array; every one must pass):
       "drives recognized" criterion          >= g1.drives_expected (24)
       the run's own ``outcome``             == pass (live, healthy drives: the self-test's own criteria)
 G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y}}``
+      (``fxprobe gate g2 --measured FILE... --reference TABLE.toml`` writes one, see gates.g2)
       |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric
     runs with ``command`` "line-efficiency" (or any holding the field):
       ``summary.line_efficiency`` (a fraction) x 100 >= g2.line_efficiency_min_pct (83)
@@ -32,7 +33,8 @@ from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
 from fxprobe.verdict import Criterion, Outcome
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
-BASELINE = Requirement("baseline comparison run", "fxprobe run PROFILE (single-node baseline vs reference)",
+BASELINE = Requirement("baseline comparison run",
+                       "fxprobe gate g2 --measured BENCH... --reference examples/claims/reference-r2.toml",
                        has_field="baseline_comparison")
 LINE_EFFICIENCY = Requirement("line-efficiency run", "fxprobe line-efficiency PEER",
                               commands=("line-efficiency",), has_field="summary.line_efficiency")
@@ -71,9 +73,11 @@ def baseline_deviation_criteria(evidence: Evidence, config: GateConfig) -> list[
                 criteria.append(Criterion(name, Outcome.ERROR, detail="reference is 0", evidence=run.evidence))
                 continue
             deviation = abs(measured / reference - 1.0) * 100.0
+            unit = f" {entry['unit']}" if isinstance(entry.get("unit"), str) and entry["unit"] else ""
+            source = f"{run.path}/{entry['file']}" if isinstance(entry.get("file"), str) else run.evidence
             criteria.append(Criterion.compare(name, deviation, "<=", tolerance, unit="%",
-                                              detail=f"measured {measured:g} vs reference {reference:g}",
-                                              evidence=run.evidence))
+                                              detail=f"measured {measured:g}{unit} vs reference {reference:g}{unit}",
+                                              evidence=source))
     return criteria
 
 
@@ -84,7 +88,7 @@ G1 = Gate("g1", "delivery acceptance", checks=(
 ))
 G2 = Gate("g2", "single-node baseline", checks=(
     Check("line efficiency", LINE_EFFICIENCY, "summary.line_efficiency", ">=", "line_efficiency_min_pct",
-          unit="%", scale=100.0, context=(("transport", "label"), ("line rate bit/s", "line_rate_bps"))),
+          unit="%", scale=100.0, context=(("transport", "label"), ("line rate Gb/s", "line_rate_bps", 1e-9))),
 ), extras=(baseline_deviation_criteria,))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from fxprobe.gates.config import GateConfig
 from fxprobe.rundir import RESULTS, RunDir
-from fxprobe.verdict import Criterion, Outcome, Verdict
+from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
 
 MISSING = object()  # lookup() result for a field that is not there
 
@@ -150,7 +150,7 @@ class Check:
     scale: float = 1.0
     per: str = ""                      # optional denominator field (a ratio)
     count: bool = False
-    context: tuple[tuple[str, str], ...] = ()   # (label, field) pairs shown in the detail
+    context: tuple[tuple, ...] = ()    # (label, field[, scale]) shown in the detail
 
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
         threshold = config.get(gate, self.threshold)
@@ -175,6 +175,16 @@ class Check:
             return None, f"{run.evidence}: field {dotted!r} is not a number ({value!r})"
         return value, ""
 
+    def _context(self, run: RunRecord) -> list[str]:
+        parts = []
+        for label, dotted, *scale in self.context:
+            value = run.get(dotted, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = format_number(value * (scale[0] if scale else 1))
+            if value is not None:
+                parts.append(f"{label} {value}")
+        return parts
+
     def _one(self, name: str, run: RunRecord, threshold: float) -> Criterion:
         value, problem = self._value(run, self.field)
         if value is not None and self.per:
@@ -198,8 +208,7 @@ class Check:
         measured = value * self.scale
         if isinstance(value, int) and self.scale == 1.0 and not self.per:
             measured = value
-        detail = ", ".join(f"{label} {run.get(dotted)}" for label, dotted in self.context
-                           if run.get(dotted, None) is not None)
+        detail = ", ".join(self._context(run))
         return Criterion.compare(name, measured, self.comparator, threshold, unit=self.unit,
                                  detail=detail, evidence=run.evidence)
 

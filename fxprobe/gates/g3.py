@@ -40,7 +40,7 @@ MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --node
 MULTI_NODE_CHECKS = (
     Check("multi-node read-back vs NIC ceiling", MULTI_NODE, "workload.fraction_of_ceiling", ">=",
           "nic_ceiling_min_pct", unit="%", scale=100.0,
-          context=(("ceiling bit/s", "workload.ceiling_bps"), ("profile", "workload.profile"))),
+          context=(("ceiling Gb/s", "workload.ceiling_bps", 1e-9), ("profile", "workload.profile"))),
     Check("nodes sharing one array", MULTI_NODE, "workload.nodes", ">=", "nodes_sharing", count=True),
 )
 

@@ -1,0 +1,74 @@
+"""G2 single-node baseline: measured inference benchmarks vs the reference report's figures.
+
+The reference is a table with one row per concurrency level, e.g. the ``[[rows]]`` of
+``examples/claims/reference-r2.toml``; two columns name the reference TTFT p50 (s) and
+throughput. Each measured benchmark (any format :mod:`fxprobe.benchmarks` reads) is matched
+to the row of its concurrency and becomes two entries of ``baseline_comparison``::
+
+    {"c8 TTFT p50": {"measured": 7.9, "reference": 7.53, "unit": "s", "file": ...}, ...}
+
+which the G2 gate judges (|measured / reference - 1| x 100 <= g2.baseline_tolerance_pct).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxprobe.benchmarks import BenchmarkResult
+from fxprobe.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str
+    key: str
+    rows: dict[int, dict]
+    ttft_column: str
+    throughput_column: str
+
+
+def load_reference(path: Path, ttft_column: str, throughput_column: str) -> Reference:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{path}: reference file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML ({exc})") from None
+    key = data.get("report", {}).get("key", "concurrency")
+    rows = {}
+    for index, row in enumerate(data.get("rows", [])):
+        if not isinstance(row.get(key), int):
+            raise BadInput(f"{path}: rows[{index}]: field {key!r} must be an integer concurrency level")
+        rows[row[key]] = row
+    if not rows:
+        raise BadInput(f"{path}: no [[rows]] with reference figures")
+    for column in (ttft_column, throughput_column):
+        if not any(column in row for row in rows.values()):
+            raise BadInput(f"{path}: no row has column {column!r}", hint="choose it with --ttft-column/--throughput-column")
+    return Reference(str(path), key, rows, ttft_column, throughput_column)
+
+
+def baseline_comparison(measured: list[BenchmarkResult], reference: Reference) -> tuple[dict, list[str]]:
+    """Entries for the G2 gate, and the reasons some measured results could not be compared."""
+    table, problems = {}, []
+    for result in measured:
+        row = reference.rows.get(result.concurrency) if result.concurrency is not None else None
+        if row is None:
+            problems.append(f"{result.source}: no reference row for concurrency {result.concurrency} "
+                            f"(reference levels: {', '.join(map(str, sorted(reference.rows)))})")
+            continue
+        label = f"c{result.concurrency}"
+        if "p50" in result.ttft_s and reference.ttft_column in row:
+            table[f"{label} TTFT p50"] = {"measured": result.ttft_s["p50"], "reference": row[reference.ttft_column],
+                                          "unit": "s", "file": result.source}
+        else:
+            problems.append(f"{result.source}: no TTFT p50 to compare with {reference.ttft_column}")
+        if result.throughput is not None and reference.throughput_column in row:
+            table[f"{label} throughput"] = {"measured": result.throughput,
+                                            "reference": row[reference.throughput_column],
+                                            "unit": result.throughput_unit, "file": result.source}
+        else:
+            problems.append(f"{result.source}: no throughput to compare with {reference.throughput_column}")
+    return table, problems
