@@ -21,21 +21,24 @@ _JSON_START = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
 
 
 def load_json(text: str, source: str, *, field: str = "json") -> Any:
-    """Decode the first JSON value that starts a line; text before it (tool warnings) is skipped."""
+    """Decode the JSON value that starts the first line beginning with '{' or '['.
+
+    Lines before it (tool warnings such as fio's ``fio: pid=...``) are skipped; text
+    after the value (a second report) is ignored. A truncated or broken value is a
+    ParseError with the decoder's position, never a guess from an inner object.
+    """
     if not isinstance(text, str):
         raise ParseError(source, field, f"expected text, got {type(text).__name__}")
-    decoder = json.JSONDecoder()
-    first_error = None
-    for match in _JSON_START.finditer(text):
-        start = match.end() - 1
-        try:
-            value, _ = decoder.raw_decode(text, start)
-            return value
-        except (ValueError, RecursionError) as exc:
-            first_error = first_error or exc
-    if first_error is None:
+    match = _JSON_START.search(text)
+    if match is None:
         raise ParseError(source, field, "no JSON object or array found in the output")
-    raise ParseError(source, field, f"invalid JSON: {str(first_error)[:120]}")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, match.end() - 1)
+    except RecursionError:
+        raise ParseError(source, field, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise ParseError(source, field, f"invalid JSON: {str(exc)[:120]}") from None
+    return value
 
 
 def obj(value: Any, source: str, field: str) -> dict:

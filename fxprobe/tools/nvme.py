@@ -340,8 +340,9 @@ class SmartLog:
     critical_comp_time: int = 0
 
     @property
-    def temperature_c(self) -> float:
-        return round(self.temperature_k - KELVIN_OFFSET, 2)
+    def temperature_c(self) -> float | None:
+        """Celsius; None when the controller reports 0 K (nvmet fabrics controllers do: no sensor)."""
+        return round(self.temperature_k - KELVIN_OFFSET, 2) if self.temperature_k else None
 
     @property
     def bytes_read(self) -> int:
@@ -440,8 +441,8 @@ _CONNECTED_TEXT = re.compile(r"(?:connecting to device|device):?\s*\"?\s*:?\s*\"
 
 
 def parse_connect(stdout: str, stderr: str, returncode: int | None, source: str = "nvme connect") -> ConnectResult:
-    """Result of ``nvme connect`` (text or ``-o json`` ``{"device": "nvme0"}``); never raises on failure
-    of the connect itself (that is ``ok=False`` with the tool's message)."""
+    """Result of ``nvme connect``. nvme-cli 2.3 prints nothing on success, or ``{"device": "nvme0"}``
+    with ``-o json`` (lab captures). A refused connect is ``ok=False`` with the tool's message."""
     if not isinstance(stdout, str) or not isinstance(stderr, str):
         raise ParseError(source, "output", "expected text")
     message = (stderr.strip() or stdout.strip()).splitlines()[-1:] or [""]
