@@ -143,3 +143,12 @@ def test_report_into_a_non_empty_folder_is_refused(bundle, tmp_path, capsys):
     (tmp_path / "busy" / "x").write_text("x")
     g3 = next(p for p in (bundle[0] / "evidence").iterdir())
     assert fxprobe(tmp_path, "report", str(g3), "--out", str(tmp_path / "busy")) == 2
+
+
+def test_html_links_criteria_to_the_bundled_evidence_and_lists_commands(bundle):
+    out = bundle[0]
+    html = (out / "report.html").read_text()
+    (g3,) = [p.name for p in (out / "evidence").iterdir() if p.name.endswith("gate-g3")]
+    link = f"href='evidence/{g3}/raw/candidate/r2-array-c8.json'"
+    assert link in html and (out / "evidence" / g3 / "raw" / "candidate" / "r2-array-c8.json").is_file()
+    assert "Command line, then every subprocess it started:" in (out / "report.md").read_text()

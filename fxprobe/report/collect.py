@@ -11,6 +11,7 @@ over time with its interruptions) and any PNG a run saved itself (a fault run's 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,20 @@ class RunView:
     path: Path
     results: dict
     verdicts: tuple[Verdict, ...]
+    commands: tuple[str, ...] = ()     # every subprocess the run started (commands.jsonl), shell-quoted
+
+    def bundle_path(self, text: str) -> str | None:
+        """Where an evidence path of this run lives inside the report (``evidence/<run>/...``)."""
+        text = text.strip()
+        for prefix in (str(self.path) + "/", str(self.path.resolve()) + "/"):
+            if text.startswith(prefix):
+                text = text[len(prefix):]
+                break
+        else:
+            if text.startswith("/"):
+                return None
+        candidate = self.path / text
+        return f"evidence/{self.name}/{text}" if candidate.is_file() else None
 
     @property
     def name(self) -> str:
@@ -55,7 +70,14 @@ def read_run(path: Path) -> RunView:
     for item in results.get("gates", []) or []:
         if isinstance(item, dict):
             verdicts.append(verdict_from_dict(item))
-    return RunView(run.path, results, tuple(verdicts))
+    commands = []
+    for record in run.commands():
+        argv = record.get("argv")
+        if isinstance(argv, list):
+            host = record.get("host")
+            prefix = f"[{host}] " if isinstance(host, str) and host not in ("", "local") else ""
+            commands.append(prefix + shlex.join(str(a) for a in argv))
+    return RunView(run.path, results, tuple(verdicts), tuple(commands))
 
 
 SOAK_RECORDS = "soak.jsonl"

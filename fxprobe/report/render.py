@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import shlex
 from xml.etree import ElementTree
 
 from fxprobe.report.collect import RunView
@@ -33,6 +34,26 @@ def gate_table(verdicts: list[Verdict]) -> list[list[str]]:
     return rows
 
 
+MAX_COMMANDS = 30
+
+
+def _command_lines(run: RunView) -> list[str]:
+    argv = run.results.get("argv")
+    lines = [shlex.join(str(a) for a in argv)] if isinstance(argv, list) and argv else []
+    subprocesses = list(run.commands[:MAX_COMMANDS])
+    if len(run.commands) > MAX_COMMANDS:
+        subprocesses.append(f"... {len(run.commands) - MAX_COMMANDS} more in commands.jsonl")
+    return lines + subprocesses
+
+
+def _evidence_html(run: RunView, text: str) -> str:
+    parts = []
+    for piece in text.split(" vs "):
+        target = run.bundle_path(piece)
+        parts.append(f"<a href='{html.escape(target)}'>{html.escape(piece)}</a>" if target else html.escape(piece))
+    return " vs ".join(parts)
+
+
 def markdown(title: str, runs: list[RunView], plots: dict[str, bytes], created: str) -> str:
     verdicts = [v for run in runs for v in run.verdicts]
     lines = [f"# {title}", "", f"Created {created}. Evidence: `evidence/` (hashes in `manifest.json`).", ""]
@@ -43,7 +64,10 @@ def markdown(title: str, runs: list[RunView], plots: dict[str, bytes], created: 
         lines += [f"![{name}](plots/{name}.png)", ""]
     for run in runs:
         lines += [f"## Run `{run.name}`", "", f"command `{run.command}`, outcome **{run.outcome}**, "
-                  f"finished {run.results.get('finished', '?')}", ""]
+                  f"finished {run.results.get('finished', '?')}; files in `evidence/{run.name}/`", ""]
+        commands = _command_lines(run)
+        if commands:
+            lines += ["Command line, then every subprocess it started:", "", "```"] + commands + ["```", ""]
         for v in run.verdicts:
             lines += [f"### {v.name}: {v.outcome.value.upper()}" + (f" - {v.reason}" if v.reason else ""), "",
                       _md_row(HEADER), _md_row(["---"] * len(HEADER))]
@@ -60,12 +84,14 @@ def markdown(title: str, runs: list[RunView], plots: dict[str, bytes], created: 
     return "\n".join(lines) + "\n"
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
+def _html_table(header: list[str], rows: list[list[str]], links: dict | None = None) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = ""
+    links = links or {}
     for row in rows:
         cls = str(row[0]).lower().replace(" ", "-") if row else ""
-        body += f"<tr class='{html.escape(cls)}'>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>"
+        cells = "".join(f"<td>{links[i](str(x)) if i in links else html.escape(str(x))}</td>" for i, x in enumerate(row))
+        body += f"<tr class='{html.escape(cls)}'>{cells}</tr>"
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -91,12 +117,18 @@ def html_page(title: str, runs: list[RunView], plots: dict[str, bytes], created:
                      f"<figcaption>{html.escape(name)}</figcaption></figure>")
     for run in runs:
         parts.append(f"<h2>Run {html.escape(run.name)}</h2><p>command <code>{html.escape(run.command)}</code>, "
-                     f"outcome <b>{html.escape(run.outcome)}</b></p>")
+                     f"outcome <b>{html.escape(run.outcome)}</b>; files in "
+                     f"<a href='evidence/{html.escape(run.name)}/'>evidence/{html.escape(run.name)}/</a></p>")
+        commands = _command_lines(run)
+        if commands:
+            parts.append("<details><summary>command line and subprocesses</summary><pre>"
+                         + html.escape("\n".join(commands)) + "</pre></details>")
         for v in run.verdicts:
             parts.append(f"<h3>{html.escape(v.name)}: {v.outcome.value.upper()}</h3>")
             if v.reason:
                 parts.append(f"<p>{html.escape(v.reason)}</p>")
-            parts.append(_html_table(HEADER, [_cells(c) for c in v.criteria]))
+            parts.append(_html_table(HEADER, [_cells(c) for c in v.criteria],
+                                     links={len(HEADER) - 1: lambda text, run=run: _evidence_html(run, text)}))
         claims = run.results.get("claims")
         if isinstance(claims, list) and claims:
             rows = [[c.get("outcome", "").upper(), f"{c.get('id')}: {c.get('text')}",
