@@ -121,7 +121,8 @@ def lines(inv: Inventory) -> list[str]:
         health = ""
         if c.get("smart"):
             s = c["smart"]
-            health = f"  critical_warning={s['critical_warning']} {s['temperature_c']:.0f}C media_errors={s['media_errors']}"
+            temp = f"{s['temperature_c']:.0f}C" if s.get("temperature_k") else "temp n/a"
+            health = f"  critical_warning={s['critical_warning']} {temp} media_errors={s['media_errors']}"
         paths = " ".join(f"{p['path']}:{p['ana_state']}" for p in c["paths"])
         out.append(f"  {c['name']}  {c['transport']}  {c['address'] or '-'}  {c['state']}  sn={c['serial']}  "
                    f"fw={c['firmware']}  {c['model']}{health}{'  paths: ' + paths if paths else ''}")

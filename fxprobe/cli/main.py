@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 from pathlib import Path
@@ -12,34 +13,54 @@ from fxprobe import __version__
 from fxprobe.cli.app import App
 from fxprobe.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
 
-# Each entry: (module, attribute). Commands register here and nowhere else.
-COMMANDS = [
-    ("fxprobe.cli.doctor", "doctor"),
-    ("fxprobe.cli.lab", "lab"),
-    ("fxprobe.cli.fabrics", "discover"),
-    ("fxprobe.cli.fabrics", "connect"),
-    ("fxprobe.cli.fabrics", "disconnect"),
-    ("fxprobe.cli.inventory", "inventory"),
-    ("fxprobe.cli.selftest", "selftest"),
-    ("fxprobe.cli.preflight", "preflight"),
-    ("fxprobe.cli.netcheck", "netcheck"),
-    ("fxprobe.cli.line_efficiency", "line_efficiency"),
-    ("fxprobe.cli.profile", "profile"),
-    ("fxprobe.cli.run", "run"),
-    ("fxprobe.cli.run", "sweep"),
-    ("fxprobe.cli.pattern", "pattern"),
-    ("fxprobe.cli.fault", "fault"),
-    ("fxprobe.cli.soak", "soak"),
-    ("fxprobe.cli.gate", "gate"),
-    ("fxprobe.cli.report", "report"),
-    ("fxprobe.cli.claims", "claims"),
-    ("fxprobe.cli.calc", "model_switch"),
-    ("fxprobe.cli.calc", "cost"),
-    ("fxprobe.cli.rehearse", "rehearse"),
-]
+# Each entry: command name -> (module, attribute). Commands register here and nowhere else;
+# a module is imported only when its command runs (or for --help), so a node starts fast.
+COMMANDS = {
+    "doctor": ("fxprobe.cli.doctor", "doctor"),
+    "lab": ("fxprobe.cli.lab", "lab"),
+    "discover": ("fxprobe.cli.fabrics", "discover"),
+    "connect": ("fxprobe.cli.fabrics", "connect"),
+    "disconnect": ("fxprobe.cli.fabrics", "disconnect"),
+    "inventory": ("fxprobe.cli.inventory", "inventory"),
+    "selftest": ("fxprobe.cli.selftest", "selftest"),
+    "preflight": ("fxprobe.cli.preflight", "preflight"),
+    "netcheck": ("fxprobe.cli.netcheck", "netcheck"),
+    "line-efficiency": ("fxprobe.cli.line_efficiency", "line_efficiency"),
+    "profile": ("fxprobe.cli.profile", "profile"),
+    "run": ("fxprobe.cli.run", "run"),
+    "sweep": ("fxprobe.cli.run", "sweep"),
+    "pattern": ("fxprobe.cli.pattern", "pattern"),
+    "fault": ("fxprobe.cli.fault", "fault"),
+    "soak": ("fxprobe.cli.soak", "soak"),
+    "gate": ("fxprobe.cli.gate", "gate"),
+    "report": ("fxprobe.cli.report", "report"),
+    "claims": ("fxprobe.cli.claims", "claims"),
+    "model-switch": ("fxprobe.cli.calc", "model_switch"),
+    "cost": ("fxprobe.cli.calc", "cost"),
+    "rehearse": ("fxprobe.cli.rehearse", "rehearse"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command is asked for."""
+
+    def list_commands(self, ctx):
+        return [name for name in COMMANDS if self.get_command(ctx, name) is not None]
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module_name, attribute = COMMANDS[name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None  # not built yet
+            raise
+        return getattr(module, attribute, None)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fxprobe")
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None,
               help="Write evidence to this folder instead of runs/<UTC time>-<command>/.")
@@ -55,23 +76,6 @@ def cli(ctx: click.Context, run_dir, runs_base, json_output, verbose, quiet):
     if runs_base is not None:
         app.runs_base = runs_base
     ctx.obj = app
-
-
-def _register() -> None:
-    import importlib
-    for module_name, attribute in COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # not built yet
-            raise
-        command = getattr(module, attribute, None)
-        if command is not None:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:
