@@ -240,8 +240,15 @@ class Monitor:
         self.previous: StatusPoint | None = None
         self.segment_start = 0.0
         self.last_progress: float | None = None
+        self.last_report = 0.0                 # when the last status document arrived (our clock)
         self.last_bw: float | None = None
         self.count = 0
+
+    @property
+    def silence_limit(self) -> float:
+        """fio printing nothing for this long counts as a stall (its status thread is jittery
+        on a loaded machine: the stall itself is judged from fio's own timestamps)."""
+        return max(3 * self.stall_s, self.stall_s + 10)
 
     def opened(self, key: str, kind: str, start: float, detail: str) -> dict:
         record = {"type": "interruption", "id": self.next_id, "kind": kind, "start": stamp(start),
@@ -267,9 +274,13 @@ class Monitor:
 
     def new_segment(self, segment: int, ts: float) -> list[dict]:
         self.segment, self.segment_start, self.previous, self.last_progress = segment, ts, None, None
+        self.last_report = ts
         return [self.closed("fio", ts, f"load restarted (segment {segment})")] if "fio" in self.open else []
 
-    def observe(self, point: StatusPoint) -> list[dict]:
+    def observe(self, point: StatusPoint, received: float | None = None) -> list[dict]:
+        """One status document. A stall opens when fio's own report shows no new completed
+        I/O for more than ``stall_s`` since the last progress, and closes at the next progress."""
+        self.last_report = received if received is not None else point.ts
         previous = self.previous
         base_ts = previous.ts if previous else self.segment_start
         base_bytes = previous.io_bytes if previous else 0
@@ -287,6 +298,10 @@ class Monitor:
             self.last_progress = point.ts
             if "stall" in self.open:
                 out.append(self.closed("stall", point.ts))
+        elif self.last_progress is not None and point.ts - self.last_progress > self.stall_s \
+                and "stall" not in self.open:
+            out.append(self.opened("stall", "stall", self.last_progress,
+                                   f"no completed I/O for more than {self.stall_s:g} s (stall limit)"))
         if point.errors > base_errors:
             out.append(self.instant("io-error", base_ts, point.ts,
                                     f"{point.errors - base_errors} new I/O error(s), {point.errors} in this "
@@ -304,9 +319,10 @@ class Monitor:
                                     f"fio completed no I/O in the first {max(STARTUP_GRACE_S, self.stall_s):g} s "
                                     f"of segment {self.segment}")]
             return []
-        if now - self.last_progress > self.stall_s:
+        if now - self.last_report > self.silence_limit:
             return [self.opened("stall", "stall", self.last_progress,
-                                f"no completed I/O for more than {self.stall_s:g} s (stall limit)")]
+                                f"fio reported nothing for {now - self.last_report:.0f} s; no completed I/O "
+                                f"seen for more than {self.stall_s:g} s (stall limit)")]
         return []
 
     def paths(self, baseline: dict[str, dict], states: dict[str, dict], now: float) -> list[dict]:
@@ -720,7 +736,7 @@ class Soak:
                     point = parse_status_doc(doc)
                     first_ts = first_ts or point.ts
                     last_ts = point.ts
-                    for record in self.monitor.observe(point):
+                    for record in self.monitor.observe(point, time.time()):
                         self.log.append(record)
                 now = time.time()
                 for record in self.monitor.tick(now):

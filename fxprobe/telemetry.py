@@ -41,7 +41,7 @@ def nvme_temperatures() -> dict[str, float]:
         for hwmon in sysfs.listdir(f"/sys/class/nvme/{ctrl}"):
             if hwmon.startswith("hwmon"):
                 raw = sysfs.read(f"/sys/class/nvme/{ctrl}/{hwmon}/temp1_input")
-                if raw and raw.lstrip("-").isdigit():
+                if raw and raw.lstrip("-").isdigit() and int(raw) > -273000:   # 0 K: not reported (fabrics)
                     temps[ctrl] = int(raw) / 1000
     return temps
 

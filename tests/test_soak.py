@@ -72,20 +72,30 @@ def P(ts, ios, errors=0):
     return soak.StatusPoint(ts, ios * 4096, ios, errors, 0)
 
 
-def test_monitor_stall_opens_after_the_limit_and_closes_when_io_resumes():
+def test_monitor_stall_is_judged_from_fio_reports_and_closes_when_io_resumes():
     m = soak.Monitor(stall_s=5)
     m.new_segment(1, 100.0)
     out = m.observe(P(101, 10))
     assert out[0]["type"] == "sample" and out[0]["bw"] == 40960 and out[0]["iops"] == 10
     assert m.observe(P(102, 20))[0]["iops"] == 10
     for t in range(103, 108):
-        m.observe(P(t, 20))                       # no completed I/O from 102 on
-        assert m.tick(t) == []                    # 5 s at most: not yet a stall
-    [opened] = m.tick(107.2)
+        assert len(m.observe(P(t, 20), received=t)) == 1   # no completed I/O since 102: 5 s is not > 5 s
+        assert m.tick(t + 0.5) == []
+    [sample, opened] = m.observe(P(108, 20), received=108)
     assert opened["kind"] == "stall" and opened["start_ts"] == 102
-    assert m.tick(108) == []                      # opened once
+    assert len(m.observe(P(109, 20))) == 1                  # opened once
     out = m.observe(P(111, 25))
     assert out[-1]["type"] == "interruption-end" and out[-1]["seconds"] == 9
+
+
+def test_late_reports_with_progress_are_not_a_stall_but_silence_is():
+    m = soak.Monitor(stall_s=5)
+    m.new_segment(1, 100.0)
+    m.observe(P(101, 10), received=101)
+    assert len(m.observe(P(108, 90), received=108)) == 1    # 7 s late, but I/O completed: no stall
+    assert m.tick(108 + m.silence_limit) == []
+    [opened] = m.tick(108.5 + m.silence_limit)               # fio silent: its status thread is stuck too
+    assert opened["kind"] == "stall" and opened["start_ts"] == 108 and "reported nothing" in opened["detail"]
 
 
 def test_monitor_startup_grace_then_stall():
@@ -131,18 +141,18 @@ def test_summary_from_records_counts_covered_time_and_interruptions():
     records = [{"type": "start", "profile": "p", "target": "/t", "planned_s": 10.0, "stall_s": 5, "sample_s": 10}]
     records += m.new_segment(1, 100.0)
     records.append({"type": "segment", "seg": 1, "ts": 100.0})
-    for t, ios in ((101, 10), (102, 20), (103, 20), (104, 20), (105, 20), (106, 20), (107, 20)):
-        records += m.observe(P(t, ios))
+    for t, ios in ((101, 10), (102, 20), (103, 20), (104, 20), (105, 20), (106, 20), (107, 20), (108, 20)):
+        records += m.observe(P(t, ios), received=t)
         records += m.tick(t + 0.5)
-    records += m.observe(P(108, 30))
-    records += m.fio_ended(108.5, "fio exited with code 1")
-    records += m.new_segment(2, 110.0)
-    records.append({"type": "segment", "seg": 2, "ts": 110.0})
-    records += m.observe(P(111, 10))
+    records += m.observe(P(109, 30))
+    records += m.fio_ended(109.5, "fio exited with code 1")
+    records += m.new_segment(2, 111.0)
+    records.append({"type": "segment", "seg": 2, "ts": 111.0})
+    records += m.observe(P(112, 10))
     summary = soak.summarize(records)
-    assert summary.duration_s == 9.0 and summary.samples == 9 and summary.segments == 2
+    assert summary.duration_s == 10.0 and summary.samples == 10 and summary.segments == 2
     kinds = [(i.kind, i.seconds) for i in summary.interruptions]
-    assert kinds == [("stall", 6.0), ("fio-exit", 1.5)]
+    assert kinds == [("stall", 7.0), ("fio-exit", 1.5)]
     assert not summary.completed and "NOT finished" in summary.lines()[-1]
     verdict = summary.verdict()
     assert verdict.outcome.value == "fail"

@@ -1,0 +1,97 @@
+"""kill -9 of fxprobe half-way through a soak, then --resume: no recorded sample is lost, the gap is marked.
+
+Runs the real CLI and the real fio on a directory target (no lab needed).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from fxprobe import soak
+
+
+def cli(*args):
+    return [sys.executable, "-m", "fxprobe.cli.main", *args]
+
+
+def lines(data: bytes) -> list[dict]:
+    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+
+def wait_for_samples(path, count, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count('"type":"sample"') >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} samples in {path} after {timeout} s")
+
+
+def test_kill_9_then_resume_loses_no_recorded_sample(tmp_path):
+    target, run_dir = tmp_path / "target", tmp_path / "run"
+    target.mkdir()
+    planned = 12
+    first = subprocess.Popen(cli("--run-dir", str(run_dir), "soak", "small-file-dataset", "--duration", f"{planned}s",
+                                 "--target", str(target), "--size", "8M", "--sample", "1"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    records = run_dir / soak.RECORDS
+    try:
+        wait_for_samples(records, 4)
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    killed_at = time.time()
+    before = records.read_bytes()
+    fio_state = json.loads((run_dir / soak.STATE).read_text())["fio"]
+
+    done = subprocess.run(cli("--json", "soak", "--resume", str(run_dir)), capture_output=True, text=True,
+                          timeout=300)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 1, done.stderr        # the gap is an interruption: G4 must not pass
+    after = records.read_bytes()
+    assert after.startswith(before)                 # the recorded prefix is byte for byte unchanged
+
+    old, new = lines(before), lines(after)
+    old_samples = [r for r in old if r["type"] == "sample"]
+    new_samples = [r for r in new if r["type"] == "sample"]
+    assert len(old_samples) >= 4 and len(new_samples) > len(old_samples)
+    assert new_samples[:len(old_samples)] == old_samples
+    stamps = [r["ts"] for r in new_samples]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+
+    [gap] = [r for r in new if r["type"] == "interruption" and r["kind"] == "gap"]
+    [resume] = [r for r in new if r["type"] == "resume"]
+    last_before = max(r.get("ts") or r.get("start_ts") or 0 for r in old)
+    assert gap["start_ts"] == last_before and last_before <= killed_at
+    assert killed_at <= gap["end_ts"] <= resume["ts"] + 1
+    assert min(r["ts"] for r in new_samples[len(old_samples):]) > gap["end_ts"]
+    assert not psutil.pid_exists(fio_state["pid"]) or \
+        psutil.Process(fio_state["pid"]).cmdline() != fio_state["argv"]
+
+    result = json.loads(done.stdout)
+    assert result["command"] == "soak" and result["samples"] == len(new_samples)
+    assert result["resumes"] == 1 and result["segments"] == 2
+    assert [i["kind"] for i in result["interruptions"]] == ["gap"]
+    assert result["interruptions"][0]["seconds"] > 0
+    assert planned - soak.END_TOLERANCE_S <= result["duration_s"] <= planned + soak.END_TOLERANCE_S
+    assert result["verdict"]["outcome"] == "fail"
+
+
+def test_kill_orphan_checks_the_command_line_before_killing(tmp_path):
+    argv = ["sleep", "60"]
+    process = subprocess.Popen(argv, start_new_session=True)
+    try:
+        created = psutil.Process(process.pid).create_time()
+        assert "no orphaned" in soak.kill_orphan({"pid": process.pid, "argv": ["fio", "x"], "create_time": created})
+        assert process.poll() is None                  # a different command line: left alone
+        assert "stopped" in soak.kill_orphan({"pid": process.pid, "argv": argv, "create_time": created})
+        assert process.wait(timeout=10) is not None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
