@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from fxprobe.cli.app import finish, pass_app
-from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
+from fxprobe.gates import GATES, Evidence, evaluate_all, load_config, verdict_lines
 from fxprobe.gates.engine import summary_row
 from fxprobe.errors import BadInput
 from fxprobe.gates import g2 as g2_lib
@@ -128,7 +128,7 @@ def all_gates(app, evidence_paths, config_path):
     """Every gate from the same evidence; prints a gate table, then each gate's criteria."""
     config = load_config(config_path)
     evidence = Evidence.from_paths(evidence_paths)
-    verdicts = [gate_.evaluate(evidence, config) for gate_ in GATES.values()]
+    verdicts = evaluate_all(evidence, config)
     outcome = combine([v.outcome for v in verdicts])
     human = ["gate table:"] + ["  " + summary_row(v) for v in verdicts]
     for verdict in verdicts:

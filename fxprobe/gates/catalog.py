@@ -103,3 +103,8 @@ G4 = Gate("g4", "stability and sign-off", checks=(
 ))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
+
+
+def evaluate_all(evidence: Evidence, config: GateConfig) -> list:
+    """Every gate's Verdict, in order G1..G4, from the same evidence."""
+    return [gate.evaluate(evidence, config) for gate in GATES.values()]
