@@ -103,6 +103,7 @@ class RepeatResult:
     steady: SteadyCheck
     percentiles_ns: dict
     series: tuple[tuple[int, float], ...]   # (epoch ms, bytes/s) summed over jobs and nodes
+    iops_series: tuple[tuple[int, float], ...]
     job_file: str
     cache: str
     bins: dict = field(default_factory=dict, repr=False)
@@ -111,6 +112,7 @@ class RepeatResult:
         data = asdict(self)
         data.pop("bins")
         data["series"] = [list(p) for p in self.series]
+        data["iops_series"] = [list(p) for p in self.iops_series]
         data["percentiles_ns"] = {f"p{k:g}": v for k, v in self.percentiles_ns.items()}
         return data
 
@@ -180,8 +182,9 @@ def _ms(ns) -> str:
 
 
 # --------------------------------------------------------------------------- steady state
-def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int) -> tuple[tuple[int, float], ...]:
-    """Sum per-job bw logs (KiB/s) into one series of (epoch ms, bytes/s) per log window."""
+def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int, factor: float = 1024) -> tuple[tuple[int, float], ...]:
+    """Sum per-job logs into one series of (epoch ms, value x factor) per log window:
+    bw logs (KiB/s, factor 1024 -> bytes/s) or iops logs (factor 1)."""
     frames = [f[["time_ms", "value"]] for f in logs if len(f)]
     if not frames:
         return ()
@@ -189,29 +192,37 @@ def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int) -> tuple[tuple
     start = int(data["time_ms"].min())
     bucket = ((data["time_ms"] - start + log_msec // 2) // log_msec).astype("int64")
     summed = data.groupby(bucket)["value"].sum().sort_index()
-    return tuple((start + int(i) * log_msec, float(v) * 1024) for i, v in summed.items())
+    return tuple((start + int(i) * log_msec, float(v) * factor) for i, v in summed.items())
 
 
-def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_msec: int) -> SteadyCheck:
-    """Own test on the bw series (fio's ss= would stop the job): over the last half of the
-    measured windows (first and last, possibly partial, dropped), every window lies within
-    ``tolerance_pct`` of their mean."""
+def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_msec: int,
+                 ios_per_s: float | None = None, min_ios_per_window: int = 20) -> SteadyCheck:
+    """Own test on the bw series (fio's ss= would stop the job): the first and last (possibly
+    partial) log windows are dropped; windows are merged until each holds about
+    ``min_ios_per_window`` I/Os (big chunks complete a few at a time, which is not instability);
+    over the last half of the merged windows, every window lies within ``tolerance_pct`` of their mean."""
     values = [v for _, v in series][1:-1]
-    window = values[len(values) // 2:] if len(values) >= 6 else values
+    group = 1
+    if ios_per_s and ios_per_s > 0:
+        group = max(1, math.ceil(min_ios_per_window / (ios_per_s * log_msec / 1000)))
+        group = min(group, max(1, len(values) // 6))
+    merged = [statistics.fmean(values[i:i + group]) for i in range(0, len(values) - group + 1, group)]
+    window_ms = log_msec * group
+    window = merged[len(merged) // 2:] if len(merged) >= 6 else merged
+    span = len(window) * window_ms / 1000
     if len(window) < 3:
-        return SteadyCheck(False, tolerance_pct, None, None, len(window) * log_msec / 1000, len(window),
-                           f"too few log windows ({len(window)}) to judge; run longer")
+        return SteadyCheck(False, tolerance_pct, None, None, span, len(window),
+                           f"too few log windows ({len(window)} of {window_ms} ms) to judge; run longer")
     mean = statistics.fmean(window)
     if mean <= 0:
-        return SteadyCheck(False, tolerance_pct, None, None, len(window) * log_msec / 1000, len(window),
-                           "no bandwidth in the final window")
+        return SteadyCheck(False, tolerance_pct, None, None, span, len(window), "no bandwidth in the final window")
     deviation = max(abs(v - mean) for v in window) / mean * 100
-    xs = [i * log_msec / 1000 for i in range(len(window))]
+    xs = [i * window_ms / 1000 for i in range(len(window))]
     slope = statistics.linear_regression(xs, window).slope / mean * 100
     ok = deviation <= tolerance_pct
-    return SteadyCheck(ok, tolerance_pct, deviation, slope, len(window) * log_msec / 1000, len(window),
+    return SteadyCheck(ok, tolerance_pct, deviation, slope, span, len(window),
                        f"max deviation {deviation:.1f} % (limit {tolerance_pct:g} %), slope {slope:+.2f} %/s "
-                       f"over the last {len(window)} windows")
+                       f"over the last {len(window)} windows of {window_ms} ms")
 
 
 # --------------------------------------------------------------------------- the run
@@ -410,8 +421,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
         for index in range(1, d.repeats + 1):
             if d.cold:
                 cache = "; ".join(drop_caches(runner, n) for n in node_list)
-                if the_target.block and not d.direct:
-                    cache += " (buffered reads of a block device)"
+                if the_target.block:
+                    cache += " (raw device read with O_DIRECT: the cache is not involved)"
             elif d.writes:
                 cache = "write profile: cache not dropped"
             else:
@@ -451,11 +462,16 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
             per_node[key] = per_node.get(key, 0.0) + stats.bw_bytes
     logs = [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{prefix}_bw.*.log*"))]
     series = bandwidth_series(logs, log_msec)
-    steady = steady_state(series, d.steady_tolerance_pct, log_msec)
+    iops_logs = [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{prefix}_iops.*.log*"))]
+    iops_series = bandwidth_series(iops_logs, log_msec, factor=1)
+    runtime_s = max((j.direction(direction).runtime_ms for j in result.jobs if j.direction(direction)), default=0) / 1000
+    ios = result.total(direction, "total_ios")
+    steady = steady_state(series, d.steady_tolerance_pct, log_msec, ios / runtime_s if runtime_s else None)
     return RepeatResult(
         index=index, bw_bytes=result.total(direction, "bw_bytes"), iops=result.total(direction, "iops"),
         io_bytes=int(result.total(direction, "io_bytes")), per_node_bw=per_node, steady=steady,
         percentiles_ns={p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}, series=series,
+        iops_series=iops_series,
         job_file=str(job), cache=cache, bins=bins)
 
 
