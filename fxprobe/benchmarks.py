@@ -115,6 +115,15 @@ def parse_vllm_bench(data: dict, source: str) -> BenchmarkResult:
     mean = _number(source, data, "mean_ttft_ms")
     if mean is not None:
         ttft["mean"] = mean / 1000.0
+    notes = []
+    detailed = data.get("ttfts")
+    if isinstance(detailed, list) and detailed:
+        samples = [v for v in detailed if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+        if samples:
+            added = {k: v for k, v in percentiles(samples).items() if k not in ttft}
+            ttft.update(added)
+            if added:
+                notes.append(f"TTFT {', '.join(added)} from {len(samples)} per-request ttfts (--save-detailed)")
     if not ttft:
         raise _bad(source, "median_ttft_ms", "missing (no TTFT field: median_ttft_ms, p50_ttft_ms, "
                    "p90_ttft_ms, p99_ttft_ms or mean_ttft_ms)")
@@ -126,7 +135,6 @@ def parse_vllm_bench(data: dict, source: str) -> BenchmarkResult:
     if throughput is None:
         throughput = _number(source, data, "request_throughput")
         unit = "req/s" if throughput is not None else ""
-    notes = []
     failed = _int_or_none(_number(source, data, "failed"))
     if failed:
         notes.append(f"{failed} requests failed")
