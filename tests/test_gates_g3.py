@@ -146,3 +146,17 @@ def test_different_input_sizes_and_failures_are_warned(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "WARNING input tokens differ: 100000 vs 80000; candidate: 3 requests failed" in out
     assert "c8 TTFT p50 reduction: 30.0 %" in out
+
+
+def test_four_outcomes_from_g3_evidence(tmp_path, capsys):
+    """pass and fail from a good comparison, not run for the missing multi-node run, error for a broken one."""
+    from gate_helpers import fake_run
+    assert fxprobe(tmp_path, *g3_args()) == 1
+    (good,) = runs_of(tmp_path, "gate g3")
+    broken = fake_run(tmp_path / "ev", "gate g3", {"g3": {"comparisons": [{"label": "c8"}]}})
+    capsys.readouterr()
+    assert fxprobe(tmp_path, "gate", "g3", "--evidence", str(good), "--evidence", str(broken)) == 4
+    out = capsys.readouterr().out
+    assert out.startswith("G3 main joint test: ERROR")
+    for word in ("\n  PASS ", "\n  FAIL ", "\n  NOT RUN ", "\n  ERROR   G3 benchmark comparison"):
+        assert word in out
