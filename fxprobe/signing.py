@@ -76,8 +76,16 @@ def sign(key: Ed25519PrivateKey, data: bytes) -> str:
 
 
 def verify(key: Ed25519PublicKey, data: bytes, signature_text: str) -> bool:
+    """True only for a valid signature written exactly as :func:`sign` writes it (one optional newline).
+
+    The exact-text rule makes every byte of ``manifest.sig`` count: base64 would otherwise
+    ignore a changed unused bit in the last character or a newline turned into a space.
+    """
+    text = signature_text[:-1] if signature_text.endswith("\n") else signature_text
     try:
-        signature = base64.b64decode(signature_text.strip(), validate=True)
+        signature = base64.b64decode(text, validate=True)
+        if base64.b64encode(signature).decode("ascii") != text:
+            return False
         key.verify(signature, data)
     except (InvalidSignature, ValueError):
         return False

@@ -152,3 +152,15 @@ def test_html_links_criteria_to_the_bundled_evidence_and_lists_commands(bundle):
     link = f"href='evidence/{g3}/raw/candidate/r2-array-c8.json'"
     assert link in html and (out / "evidence" / g3 / "raw" / "candidate" / "r2-array-c8.json").is_file()
     assert "Command line, then every subprocess it started:" in (out / "report.md").read_text()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_change_to_the_signature_file_is_a_bad_signature(bundle, tmp_path, data):
+    from fxprobe.signing import load_public_key, verify
+    original = (bundle[0] / SIGNATURE).read_bytes()
+    position = data.draw(st.integers(0, len(original) - 1), label="position")
+    changed = bytearray(original)
+    changed[position] ^= data.draw(st.integers(1, 255), label="xor")
+    text = bytes(changed).decode("ascii", errors="replace")
+    assert not verify(load_public_key(bundle[1] / "k.pub"), (bundle[0] / MANIFEST).read_bytes(), text)
