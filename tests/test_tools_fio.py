@@ -31,7 +31,8 @@ def real_run(tmp_path_factory):
     args = ["--name=epoch", *common, f"--write_lat_log={work}/epoch", f"--write_bw_log={work}/epoch",
             "--log_unix_epoch=1", f"--write_hist_log={work}/epoch", "--log_hist_msec=200",
             "--name=relative", *common, f"--write_lat_log={work}/relative",
-            f"--write_iops_log={work}/relative"]
+            f"--write_iops_log={work}/relative", f"--write_hist_log={work}/relative",
+            "--log_hist_msec=200", "--log_hist_coarseness=2"]
     result = fio.run_fio(Runner(), args, timeout=60)
     return result, work
 
@@ -99,6 +100,20 @@ def test_real_hist_log_merges_to_json_plus(real_run):
     logged = hist.merged_bins(ddir=0)
     assert set(logged) <= set(json_bins)
     assert sum(logged.values()) <= sum(json_bins.values())
+
+
+def test_real_coarse_hist_log(real_run):
+    result, work = real_run
+    hist = fio.parse_fio_hist_log(next(work.glob("relative_clat_hist.*.log")))
+    assert hist.coarseness == 2 and hist.counts.shape[1] == fio.PLAT_NR // 4
+    assert hist.time_ms[0] < fio.EPOCH_MS_THRESHOLD
+    values = hist.bin_values_ns()
+    assert values == sorted(values)
+    json_bins = result.jobs[1].direction("read").clat.bins
+    for value, count in hist.merged_bins(ddir=0).items():   # each coarse bin covers 4 fio bins
+        index = fio.bin_index_ns(value)
+        group = range(index - index % 4, index - index % 4 + 4)
+        assert count <= sum(json_bins.get(fio.bin_value_ns(i), 0) for i in group)
 
 
 def test_real_client_server(tmp_path):

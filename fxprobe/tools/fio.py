@@ -13,12 +13,12 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fxprobe.errors import ParseError, ToolError
+from fxprobe.errors import NotRunnable, ParseError, ToolError
 from fxprobe.hosts import LOCAL, Host
 from fxprobe.runner import Runner
 from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
@@ -381,8 +381,13 @@ class FioHistLog:
     coarseness: int
 
     def bin_values_ns(self) -> list[int]:
+        """Value of each logged bin: fio's own for coarseness 0; else the middle of the 2^c merged
+        fio bins (as fio's tools/hist/fiologparser_hist.py does)."""
+        if self.coarseness == 0:
+            return [bin_value_ns(i) for i in range(self.counts.shape[1])]
         step = 1 << self.coarseness
-        return [bin_value_ns(i * step) for i in range(self.counts.shape[1])]
+        return [(bin_bounds_ns(i * step)[0] + bin_bounds_ns(i * step + step - 1)[1]) // 2
+                for i in range(self.counts.shape[1])]
 
     def merged_bins(self, ddir: int | None = None) -> dict[int, int]:
         rows = self.counts if ddir is None else self.counts[self.ddir == ddir]
@@ -426,8 +431,7 @@ def parse_fio_version(output: str, source: str = "fio --version") -> tuple[int, 
 
 
 def probe_fio(runner: Runner, host: Host = LOCAL, minimum: tuple[int, int] = (3, 1)) -> str | None:
-    """None when fio runs here and is new enough for json+ and clat_ns; else the reason."""
-    from fxprobe.errors import NotRunnable
+    """None when fio runs on host and is new enough for json+ and clat_ns; else the reason."""
     try:
         result = runner.run(["fio", "--version"], timeout=15, host=host, always=True, label="fio-version")
     except NotRunnable as exc:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from fxprobe.errors import NotRunnable, ParseError, ToolError
 from fxprobe.hosts import LOCAL, Host
 from fxprobe.runner import Runner
-from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
+from fxprobe.tools.fields import arr, get, integer, load_json, obj, opt, text
 
 KELVIN_OFFSET = 273.15
 DATA_UNIT_BYTES = 512_000  # one SMART "data unit" = 1000 x 512 bytes
