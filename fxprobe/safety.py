@@ -64,22 +64,40 @@ class TargetCheck:
 
 
 class SystemView:
-    """sysfs and mountinfo, read under ``root`` (``/`` on a real machine)."""
+    """sysfs and mountinfo, read under ``root`` (``/`` on a real machine; a tree in tests)."""
 
     def __init__(self, root: Path = Path("/")):
         self.root = Path(root)
 
-    def _read(self, *parts: str) -> str | None:
+    # -- primitives (RemoteSystemView answers them over the node's host) ----------
+    def read(self, path: str) -> str | None:
         try:
-            return (self.root.joinpath(*parts)).read_text().strip()
+            return (self.root / path.lstrip("/")).read_text().strip()
         except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError):
             return None
 
-    def block_dir(self, name: str) -> Path:
-        return self.root / "sys/class/block" / name
+    def exists(self, path: str) -> bool:
+        return (self.root / path.lstrip("/")).exists()
+
+    def is_dir(self, path: str) -> bool:
+        return (self.root / path.lstrip("/")).is_dir()
+
+    def listdir(self, path: str) -> list[str]:
+        folder = self.root / path.lstrip("/")
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path) if self.root == Path("/") else path
+
+    def writable(self, path: str) -> bool:
+        return os.access(self.root / path.lstrip("/"), os.W_OK)
+
+    # -- block devices ------------------------------------------------------
+    def _read(self, *parts: str) -> str | None:
+        return self.read("/".join(parts))
 
     def is_block(self, name: str) -> bool:
-        return self.block_dir(name).exists()
+        return self.exists(f"sys/class/block/{name}")
 
     def dev_number(self, name: str) -> str | None:
         return self._read("sys/class/block", name, "dev")
@@ -89,14 +107,11 @@ class SystemView:
         return int(sectors) * 512 if sectors and sectors.isdigit() else None
 
     def partitions(self, name: str) -> list[str]:
-        base = self.block_dir(name)
-        if not base.is_dir():
-            return []
-        return sorted(p.name for p in base.iterdir() if (p / "partition").exists())
+        base = f"sys/class/block/{name}"
+        return [p for p in self.listdir(base) if self.exists(f"{base}/{p}/partition")]
 
     def holders(self, name: str) -> list[str]:
-        folder = self.block_dir(name) / "holders"
-        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        return self.listdir(f"sys/class/block/{name}/holders")
 
     def identity(self, name: str) -> str:
         for parts in (("device", "serial"), ("serial",), ("wwid",), ("device", "wwid")):
@@ -122,9 +137,41 @@ class SystemView:
         return out
 
 
+class RemoteSystemView(SystemView):
+    """The same questions asked on a node through its host (``cat``, ``ls``, ``test``, ``readlink``)."""
+
+    def __init__(self, runner, host):
+        super().__init__(Path("/"))
+        self.runner, self.host = runner, host
+
+    def _run(self, argv: list[str]):
+        return self.runner.run(argv, timeout=30, host=self.host, always=True, label="target-check")
+
+    def read(self, path: str) -> str | None:
+        result = self._run(["cat", "/" + path.lstrip("/")])
+        return result.stdout.strip() if result.ok else None
+
+    def exists(self, path: str) -> bool:
+        return self._run(["test", "-e", "/" + path.lstrip("/")]).ok
+
+    def is_dir(self, path: str) -> bool:
+        return self._run(["test", "-d", "/" + path.lstrip("/")]).ok
+
+    def listdir(self, path: str) -> list[str]:
+        result = self._run(["ls", "-1", "/" + path.lstrip("/")])
+        return sorted(result.stdout.split()) if result.ok else []
+
+    def realpath(self, path: str) -> str:
+        result = self._run(["readlink", "-f", path])
+        return result.stdout.strip() if result.ok and result.stdout.strip() else path
+
+    def writable(self, path: str) -> bool:
+        return self._run(["test", "-w", path]).ok
+
+
 def device_name(path: str, view: SystemView) -> str | None:
     """sysfs name of a /dev path (following symlinks such as /dev/disk/by-id/...), or None."""
-    real = os.path.realpath(path) if view.root == Path("/") else path
+    real = view.realpath(path)
     name = os.path.basename(real)
     return name if real.startswith("/dev/") and view.is_block(name) else None
 
@@ -140,13 +187,12 @@ def check_target(path: str, *, destructive: bool, allow: tuple[str, ...] = (),
         if name is None:
             raise BadInput(f"target {text}: no such block device", hint="check the name with lsblk")
         return _check_block(text, name, destructive, allow, view)
-    local = Path(text)
-    if not local.exists():
+    if not view.exists(text):
         raise BadInput(f"target {text}: does not exist", hint="create the directory or name a block device")
-    if not local.is_dir():
+    if not view.is_dir(text):
         raise BadInput(f"target {text}: not a directory or a block device under /dev")
     checks = [Check("exists", True, "directory")]
-    if destructive and not os.access(local, os.W_OK):
+    if destructive and not view.writable(text):
         checks.append(Check("writable", False, "no write permission"))
     return TargetCheck(text, "directory", destructive=destructive, checks=tuple(checks))
 

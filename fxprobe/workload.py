@@ -14,7 +14,7 @@ import socket
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -25,7 +25,7 @@ from fxprobe.hosts import LOCAL, Host, LocalHost
 from fxprobe.jobfile import Target, job_text, region_bytes
 from fxprobe.profiles import Derivation, Profile, derive, human_bytes, load_profile
 from fxprobe.runner import Background, Runner
-from fxprobe.safety import SystemView, TargetCheck, check_target
+from fxprobe.safety import RemoteSystemView, SystemView, TargetCheck, check_target
 from fxprobe.tools import fio
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -227,32 +227,35 @@ def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_
 
 # --------------------------------------------------------------------------- the run
 def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: tuple[str, ...],
-                   view: SystemView | None) -> tuple[Target, TargetCheck]:
-    """Check the target before anything touches it; BadInput/UnsafeTarget when it cannot be used."""
-    local = all(isinstance(n.host, LocalHost) for n in nodes)
+                   view: SystemView | None, runner: Runner | None = None) -> tuple[Target, TargetCheck]:
+    """Check the target on every node before anything touches it (a remote node answers the
+    same sysfs/mountinfo questions over its host); BadInput/UnsafeTarget when it cannot be used.
+    Returns the first node's check."""
     is_block = target.startswith("/dev/")
     if d.block_target and not is_block:
         raise BadInput(f"profile {d.profile} uses the raw-block backend: --target must be a block device "
                        f"under /dev, not {target}")
-    if not local:
-        # Remote nodes: the same path on every node; checked there by the operator (see notes).
-        if is_block and not allow:
-            raise BadInput(f"remote block target {target}: give --allow-serial for the devices on the nodes")
-        return Target(target, is_block), TargetCheck(target, "block" if is_block else "directory",
-                                                      destructive=True)
-    check = check_target(target, destructive=is_block or d.writes, allow=allow, view=view)
-    check.require_safe()
-    if is_block:
-        need = region_bytes(d)
-        if check.size_bytes is not None and need > check.size_bytes:
-            raise BadInput(f"target {target}: the working set ({human_bytes(need)}) does not fit on the "
-                           f"device ({human_bytes(check.size_bytes)})", hint="use --scale or --size")
-    else:
+    checks = []
+    for node in nodes:
+        local = isinstance(node.host, LocalHost)
+        node_view = (view or SystemView()) if local else RemoteSystemView(runner or Runner(None), node.host)
+        check = check_target(target, destructive=is_block or d.writes, allow=allow, view=node_view)
+        if not check.safe and not local:
+            check = replace(check, path=f"{node.name}:{target}")
+        check.require_safe()
+        checks.append(check)
+        if is_block:
+            need = region_bytes(d)
+            if check.size_bytes is not None and need > check.size_bytes:
+                raise BadInput(f"target {target}{'' if local else ' on ' + node.name}: the working set "
+                               f"({human_bytes(need)}) does not fit on the device ({human_bytes(check.size_bytes)})",
+                               hint="use --scale or --size")
+    if not is_block and all(isinstance(n.host, LocalHost) for n in nodes):
         free = shutil.disk_usage(target).free
         if d.total_bytes * len(nodes) > free:
             raise BadInput(f"target {target}: the working set ({human_bytes(d.total_bytes * len(nodes))}) "
                            f"does not fit in {human_bytes(free)} free", hint="use --scale or --size")
-    return Target(target, is_block), check
+    return Target(target, is_block), checks[0]
 
 
 def _wait_port(address: str, port: int, timeout: float) -> bool:
@@ -357,14 +360,15 @@ class Plan:
 def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | None = None,
              repeats: int | None = None, scale: float = 1.0, max_bytes: int | None = None,
              runtime: float | None = None, ramp: float | None = None, overrides: dict | None = None,
-             allow: tuple[str, ...] = (), view: SystemView | None = None) -> Plan:
+             allow: tuple[str, ...] = (), view: SystemView | None = None,
+             runner: Runner | None = None) -> Plan:
     """Derive the job and check the target; nothing is written anywhere."""
     if isinstance(profile, str):
         profile = load_profile(profile)
     d = derive(profile, scale=scale, max_bytes=max_bytes, runtime=runtime, ramp=ramp,
                repeats=repeats, overrides=overrides)
     node_list = tuple(nodes) if nodes else (Node(LOCAL, "local"),)
-    the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view)
+    the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner)
     return Plan(d, the_target, check, node_list, job_text(d, the_target, mode="layout"),
                 job_text(d, the_target))
 
@@ -384,7 +388,7 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
     anything is written.
     """
     plan = plan_run(profile, target, nodes=nodes, repeats=repeats, scale=scale, max_bytes=max_bytes,
-                    runtime=runtime, ramp=ramp, overrides=overrides, allow=allow, view=view)
+                    runtime=runtime, ramp=ramp, overrides=overrides, allow=allow, view=view, runner=runner)
     if runner.dry_run:
         raise BadInput("run_profile needs a real runner; use plan_run for a dry run")
     d, the_target, check, node_list = plan.derivation, plan.target, plan.check, list(plan.nodes)
@@ -399,8 +403,6 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
     measure_job = workdir / f"{d.profile}.fio"
     measure_job.write_text(plan.measure_job)
     notes: list[str] = []
-    if not all(isinstance(n.host, LocalHost) for n in node_list):
-        notes.append("target safety on remote nodes is the operator's: sysfs was not read there")
     per_run = d.ramp + d.runtime
     timeout = per_run * 3 + 120
     layout_timeout = 120 + d.total_bytes / 20e6

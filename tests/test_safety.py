@@ -130,3 +130,19 @@ def test_this_machines_root_device_is_refused():
     device = root_block_device()
     check = check_target(device, destructive=True, allow=(SystemView().identity(Path(device).name),))
     assert not check.safe and "root filesystem" in refused(check)
+
+
+def test_remote_view_asks_the_same_questions_through_a_host(tmp_path):
+    """RemoteSystemView runs cat/ls/test/readlink through a host; on LocalHost it must agree with sysfs."""
+    from fxprobe.hosts import LOCAL
+    from fxprobe.runner import Runner
+    from fxprobe.safety import RemoteSystemView
+    remote, local = RemoteSystemView(Runner(None), LOCAL), SystemView()
+    assert remote.exists(str(tmp_path)) and remote.is_dir(str(tmp_path)) and remote.writable(str(tmp_path))
+    assert not remote.exists(str(tmp_path / "nope"))
+    assert check_target(str(tmp_path), destructive=True, view=remote).safe
+    device = root_block_device()
+    if device:
+        a = check_target(device, destructive=True, view=remote)
+        b = check_target(device, destructive=True, view=local)
+        assert a.to_dict() == b.to_dict() and not a.safe
