@@ -422,7 +422,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
                      f"in {time.monotonic() - started:.1f} s (not timed)"
         for index in range(1, d.repeats + 1):
             if d.cold:
-                cache = "; ".join(drop_caches(runner, n) for n in node_list)
+                drops = [(n.name, drop_caches(runner, n)) for n in node_list]
+                cache = drops[0][1] if len(drops) == 1 else "; ".join(f"{name}: {text}" for name, text in drops)
                 if the_target.block:
                     cache += " (raw device read with O_DIRECT: the cache is not involved)"
             elif d.writes:

@@ -136,3 +136,12 @@ def test_parse_size():
     for bad in ("0", "-1M", "12 parsecs", True):
         with pytest.raises(BadInput):
             parse_size(bad)
+
+
+def test_warm_profile_uses_zipf_reuse_and_keeps_the_cache():
+    data = {"kind": "kv-read", "model": {"name": "Qwen2.5-7B-Instruct"},
+            "kv": {"cache": "warm", "zipf_theta": 1.2, "concurrency": 4, "threads": 4}}
+    d = derive(profile_from_dict(data, "warm.toml"))
+    assert not d.cold and d.file_service == "zipf:1.2" and d.chunk_bytes == 14 << 20
+    assert "file_service_type=zipf:1.2" in job_text(d, Target("/mnt/kv", False))
+    assert "random_distribution=zipf:1.2" in job_text(d, Target("/dev/nvme0n1", True))
