@@ -160,3 +160,29 @@ def test_four_outcomes_from_g3_evidence(tmp_path, capsys):
     assert out.startswith("G3 main joint test: ERROR")
     for word in ("\n  PASS ", "\n  FAIL ", "\n  NOT RUN ", "\n  ERROR   G3 benchmark comparison"):
         assert word in out
+
+
+def test_pairing_rules():
+    from dataclasses import replace
+    from fxprobe.gates.g3 import pair_results
+    from fxprobe.errors import BadInput
+    a8, a16 = (load_benchmark(p) for p in r2("array", (8, 16)))
+    b8, b16 = (load_benchmark(p) for p in r2("local-nvme", (8, 16)))
+    loose = replace(b8, concurrency=None, source="loose.json")
+    assert pair_results([a8], [loose]) == ([(a8, loose)], [])
+    pairs, unpaired = pair_results([a8], [b16])
+    assert pairs == [] and {u.label for u in unpaired} == {"c8", "c16"}
+    pairs, unpaired = pair_results([a8, a16], [b8, loose])
+    assert pairs == [(a8, b8)] and len(unpaired) == 2
+    with pytest.raises(BadInput, match="two candidate results at concurrency 8"):
+        pair_results([a8, a8], [b8])
+
+
+def test_two_results_at_one_level_is_bad_input_before_anything_is_written(tmp_path, capsys):
+    folder = tmp_path / "again"
+    folder.mkdir()
+    (folder / "repeat.json").write_bytes((BENCH / "r2-array-c8.json").read_bytes())
+    args = ["gate", "g3", "--candidate", r2("array")[0], "--candidate", str(folder), "--baseline", r2("local-nvme")[0]]
+    assert fxprobe(tmp_path, *args) == 2
+    assert "two candidate results at concurrency 8" in capsys.readouterr().err
+    assert runs_of(tmp_path, "gate g3") == []

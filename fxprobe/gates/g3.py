@@ -9,8 +9,9 @@ Per concurrency level, from two benchmark results:
   inside [``g3.throughput_gain_min_pct``, ``g3.throughput_gain_max_pct``] (two criteria,
   each with its own margin; +28.9 % fails a band starting at 29 %).
 
-Candidates and baselines are paired by concurrency (vllm ``max_concurrency``); results
-without a concurrency pair up only one to one. A candidate without a baseline (or the
+Candidates and baselines are paired by concurrency (vllm ``max_concurrency``, the number of
+users in a multi_round_qa CSV); a single candidate and a single baseline pair unless their
+levels differ. Two results at one level on one side are refused (pass one per level). A candidate without a baseline (or the
 reverse) gives a "not run" criterion naming the missing file.
 
 The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) is
@@ -87,41 +88,41 @@ def _label(result: BenchmarkResult) -> str:
     return f"c{result.concurrency}" if result.concurrency is not None else Path(result.source).stem
 
 
+def _one_per_level(results: list[BenchmarkResult], side: str) -> None:
+    seen: dict[int, str] = {}
+    for result in results:
+        if result.concurrency is None:
+            continue
+        if result.concurrency in seen:
+            raise BadInput(f"gate g3: two {side} results at concurrency {result.concurrency} "
+                           f"({seen[result.concurrency]}, {result.source})", hint="pass one result per level")
+        seen[result.concurrency] = result.source
+
+
 def pair_results(candidates: list[BenchmarkResult], baselines: list[BenchmarkResult]
                  ) -> tuple[list[tuple[BenchmarkResult, BenchmarkResult]], list[Unpaired]]:
-    """Pair by concurrency; results without one pair only when there is exactly one of each."""
+    """Pair by concurrency; one candidate and one baseline pair unless their levels differ."""
+    _one_per_level(candidates, "candidate")
+    _one_per_level(baselines, "baseline")
+    if len(candidates) == 1 and len(baselines) == 1:
+        cand, base = candidates[0], baselines[0]
+        if None in (cand.concurrency, base.concurrency) or cand.concurrency == base.concurrency:
+            return [(cand, base)], []
+    base_at = {b.concurrency: b for b in baselines if b.concurrency is not None}
+    cand_levels = {c.concurrency for c in candidates if c.concurrency is not None}
     pairs, unpaired = [], []
-    by_level = {b.concurrency: b for b in baselines if b.concurrency is not None}
-    loose_c = [c for c in candidates if c.concurrency is None]
-    loose_b = [b for b in baselines if b.concurrency is None]
-    used = set()
     for cand in candidates:
-        if cand.concurrency is None:
-            continue
-        base = by_level.get(cand.concurrency)
-        if base is None and len(loose_b) == 1 and len(candidates) == 1:
-            base = loose_b.pop()
-        if base is None:
-            unpaired.append(Unpaired(_label(cand), f"no baseline at concurrency {cand.concurrency} "
-                                     f"for {cand.source}"))
-            continue
-        used.add(id(base))
-        pairs.append((cand, base))
+        if cand.concurrency in base_at:
+            pairs.append((cand, base_at[cand.concurrency]))
+        elif cand.concurrency is not None:
+            unpaired.append(Unpaired(_label(cand), f"no baseline at concurrency {cand.concurrency} for {cand.source}"))
     for base in baselines:
-        if base.concurrency is not None and id(base) not in used and not any(
-                c.concurrency == base.concurrency for c in candidates):
-            if loose_c and len(loose_c) == 1 and len(baselines) == 1:
-                pairs.append((loose_c.pop(), base))
-                continue
-            unpaired.append(Unpaired(_label(base), f"no candidate at concurrency {base.concurrency} "
-                                     f"for {base.source}"))
-    if loose_c or loose_b:
-        if len(loose_c) == 1 and len(loose_b) == 1:
-            pairs.append((loose_c[0], loose_b[0]))
-        else:
-            for result in loose_c + loose_b:
-                unpaired.append(Unpaired(_label(result), f"{result.source} has no concurrency level and "
-                                         "cannot be paired (give exactly one candidate and one baseline)"))
+        if base.concurrency is not None and base.concurrency not in cand_levels:
+            unpaired.append(Unpaired(_label(base), f"no candidate at concurrency {base.concurrency} for {base.source}"))
+    for result in candidates + baselines:
+        if result.concurrency is None:
+            unpaired.append(Unpaired(_label(result), f"{result.source} has no concurrency level and cannot be "
+                                     "paired among several results (give one candidate and one baseline)"))
     return pairs, unpaired
 
 
@@ -263,7 +264,10 @@ def load_pair(candidates: list[Path], baselines: list[Path]
     if bool(candidates) != bool(baselines):
         missing = "--baseline" if candidates else "--candidate"
         raise BadInput(f"gate g3: {missing} is missing", hint="give both --candidate and --baseline")
-    return load_side(candidates), load_side(baselines)
+    cand, base = load_side(candidates), load_side(baselines)
+    _one_per_level([r for _, r in cand], "candidate")
+    _one_per_level([r for _, r in base], "baseline")
+    return cand, base
 
 
 def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
