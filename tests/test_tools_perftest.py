@@ -62,6 +62,15 @@ def test_json_new_and_old(name):
     assert gbits.row.bw_average_bits == 9895.27e9
 
 
+def test_json_as_perftest_606_writes_it():
+    text = read("ib_read_bw-out_json-6.06-format-built.json")
+    result = perftest.parse_perftest_json(text, "perftest_out.json", unit="Gb/sec")
+    assert result.info.test == "RDMA_Read_BW_Test" and result.info.device == "rxe_l1"
+    assert (result.info.mtu, result.info.gid_index, result.info.tx_depth) == (4096, 1, 128)
+    assert result.row.bw_average_bits == pytest.approx(0.076448e9)
+    assert result.info.rdma_cm is False
+
+
 def test_json_without_results():
     with pytest.raises(ParseError, match="'results'"):
         perftest.parse_perftest_json('{"test_info": {"Device": "rxe0"}}', "out.json")
