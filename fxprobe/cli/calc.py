@@ -17,7 +17,7 @@ from fxprobe.verdict import Criterion, Outcome, format_number
 @click.option("--read-gbps", type=float, multiple=True, help="Read bandwidth in GB/s (repeat to compare).")
 @click.option("--overhead-s", type=float, default=0.0, show_default=True, help="Fixed seconds added to every switch.")
 @click.option("--utilization", "target_pct", type=float, multiple=True,
-              help="A stated utilization %% to invert into the switch time it implies (repeat).")
+              help="A stated utilization in % to invert into the switch time it implies (repeat).")
 @pass_app
 def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhead_s, target_pct):
     """Effective GPU utilization U = max(0, 1 - N*t/3600) under N switches/hour of t seconds each."""
@@ -50,7 +50,7 @@ def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhe
 @click.option("--per-node-storage-price", type=float, default=0.0, show_default=True,
               help="Storage networking per node (NIC, cables, switch port).")
 @click.option("--max-share", type=float, default=10.0, show_default=True,
-              help="Budget rule to judge against: storage at most this %% of the GPU spend.")
+              help="Budget rule to judge against: storage at most this % of the GPU spend.")
 @pass_app
 def cost(app, nodes, node_price, array_price, nodes_per_array, per_node_storage_price, max_share):
     """Storage spend as a share of the GPU budget: arrays*price + nodes*storage-per-node over nodes*node price."""
