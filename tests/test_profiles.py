@@ -145,3 +145,19 @@ def test_warm_profile_uses_zipf_reuse_and_keeps_the_cache():
     assert not d.cold and d.file_service == "zipf:1.2" and d.chunk_bytes == 14 << 20
     assert "file_service_type=zipf:1.2" in job_text(d, Target("/mnt/kv", False))
     assert "random_distribution=zipf:1.2" in job_text(d, Target("/dev/nvme0n1", True))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("block", [False, True])
+def test_fio_parses_every_generated_job_file(tmp_path, name, block):
+    import shutil
+    from fxprobe.runner import Runner
+    if not shutil.which("fio"):
+        pytest.skip("fio missing")
+    d = derive(load_profile(name), max_bytes=64 << 20)
+    target = Target("/dev/loop7" if block else str(tmp_path), block)
+    for mode in ("layout", "measure"):
+        job = tmp_path / f"{mode}.fio"
+        job.write_text(job_text(d, target, mode=mode, log_prefix=str(tmp_path / "log")))
+        result = Runner(None).run(["fio", "--parse-only", str(job)], timeout=30)
+        assert result.ok, result.stderr
