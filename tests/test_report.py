@@ -164,3 +164,13 @@ def test_any_change_to_the_signature_file_is_a_bad_signature(bundle, tmp_path, d
     changed[position] ^= data.draw(st.integers(1, 255), label="xor")
     text = bytes(changed).decode("ascii", errors="replace")
     assert not verify(load_public_key(bundle[1] / "k.pub"), (bundle[0] / MANIFEST).read_bytes(), text)
+
+
+def test_a_fault_run_shows_its_criteria(tmp_path):
+    from fxprobe.report.collect import read_run
+    run = fake_run(tmp_path, "fault run", {"verdict": "visible", "criteria": [
+        {"name": "I/O errors", "outcome": "fail", "measured": 12, "threshold": 0, "comparator": "<="},
+        {"name": "odd", "outcome": "strange"}, "not a dict"]})
+    (verdict,) = read_run(run).verdicts
+    assert verdict.name == "fault run (visible)"
+    assert [c.outcome.value for c in verdict.criteria] == ["fail", "error"]

@@ -55,7 +55,13 @@ class RunView:
 def verdict_from_dict(data: dict) -> Verdict:
     criteria = []
     for c in data.get("criteria", []):
-        criteria.append(Criterion(c.get("name", "?"), Outcome(c.get("outcome", "error")), c.get("measured"),
+        if not isinstance(c, dict):
+            continue
+        try:
+            outcome = Outcome(c.get("outcome", "error"))
+        except ValueError:
+            outcome = Outcome.ERROR
+        criteria.append(Criterion(c.get("name", "?"), outcome, c.get("measured"),
                                   c.get("threshold"), c.get("comparator", ""), c.get("unit", ""),
                                   c.get("detail", ""), c.get("evidence", "")))
     return Verdict(data.get("name", "?"), tuple(criteria), data.get("reason", ""))
@@ -70,6 +76,10 @@ def read_run(path: Path) -> RunView:
     for item in results.get("gates", []) or []:
         if isinstance(item, dict):
             verdicts.append(verdict_from_dict(item))
+    if not verdicts and isinstance(results.get("criteria"), list):   # e.g. a fault run: "verdict" is a word
+        word = results.get("verdict") if isinstance(results.get("verdict"), str) else ""
+        name = f"{results.get('command', run.path.name)}" + (f" ({word})" if word else "")
+        verdicts.append(verdict_from_dict({"name": name, "criteria": results["criteria"]}))
     commands = []
     for record in run.commands():
         argv = record.get("argv")
