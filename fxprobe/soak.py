@@ -22,6 +22,7 @@ recomputed from the records (``summarize``).
 from __future__ import annotations
 
 import codecs
+import datetime as dt
 import json
 import math
 import os
@@ -43,8 +44,6 @@ from fxprobe.runner import Runner
 from fxprobe.tools import fio
 from fxprobe.tools.fields import arr, integer, obj
 from fxprobe.verdict import Criterion, Verdict
-
-import datetime as dt
 
 RECORDS = "soak.jsonl"
 STATE = "soak-state.json"
@@ -532,11 +531,12 @@ def load_state(path: Path) -> tuple[RunDir, dict]:
     return run, state
 
 
-def plan_soak(config: SoakConfig):
-    """Check the profile and the target before anything is written (BadInput/UnsafeTarget)."""
+def plan_soak(config: SoakConfig, runtime: float | None = None):
+    """The profile's job for ``runtime`` (default: the whole period), the target checked before
+    anything is written (BadInput/UnsafeTarget)."""
     from fxprobe import workload
     config.validate()
-    return workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=config.planned_s,
+    return workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
                              scale=config.scale, max_bytes=config.max_bytes, overrides=config.overrides,
                              allow=config.allow)
 
@@ -665,11 +665,8 @@ class Soak:
 
     def _segment(self, segment: int, remaining_s: float) -> tuple[int | None, float]:
         """Run fio for ``remaining_s``; returns (exit code, seconds covered by samples)."""
-        from fxprobe import workload
         runtime = max(1, math.ceil(remaining_s))
-        plan = workload.plan_run(self.config.profile, self.config.target, repeats=1, ramp=0, runtime=runtime,
-                                 scale=self.config.scale, max_bytes=self.config.max_bytes,
-                                 overrides=self.config.overrides, allow=self.config.allow)
+        plan = plan_soak(self.config, runtime)
         job = self.run.raw_path(f"soak.seg{segment}.fio")
         job.write_text(plan.measure_job.replace("[global]\n", "[global]\ncontinue_on_error=io\ngroup_reporting=1\n", 1))
         argv = ["fio", "--output-format=json", "--status-interval=1", str(job)]
