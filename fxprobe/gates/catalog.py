@@ -92,7 +92,8 @@ G2 = Gate("g2", "single-node baseline", checks=(
 ), extras=(baseline_deviation_criteria,))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(
-    Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=1 / 3600),
+    Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=1 / 3600,
+          context=(("load covered s", "duration_s"), ("planned s", "planned_s"), ("profile", "profile"))),
     Check("soak interruptions", SOAK, "interruptions", "<=", "interruptions_max", count=True),
     Check("drive pull: I/O errors seen by the workload", DRIVE_FAULT, "impact.errors", "<=",
           "fault_visible_errors_max"),

@@ -170,7 +170,7 @@ class Check:
         if value is MISSING or value is None:
             return None, f"{run.evidence} has no field {dotted!r}"
         if self.count and isinstance(value, (list, tuple)):
-            return float(len(value)), ""
+            return len(value), ""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None, f"{run.evidence}: field {dotted!r} is not a number ({value!r})"
         return value, ""
@@ -206,7 +206,7 @@ class Check:
             return Criterion(name, Outcome.ERROR, None, threshold, self.comparator, self.unit,
                              problem, run.evidence)
         measured = value * self.scale
-        if isinstance(value, int) and self.scale == 1.0 and not self.per:
+        if isinstance(value, int) and not isinstance(value, bool) and self.scale == 1.0 and not self.per:
             measured = value
         detail = ", ".join(self._context(run))
         return Criterion.compare(name, measured, self.comparator, threshold, unit=self.unit,
