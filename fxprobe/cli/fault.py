@@ -1,0 +1,83 @@
+"""``fxprobe fault run|restore|list``: fault injection under load (gate G4)."""
+
+from __future__ import annotations
+
+import click
+
+from fxprobe.cli.app import App, finish, pass_app
+from fxprobe.faults import engine
+from fxprobe.faults.journal import Journal
+from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, scenario_names
+from fxprobe.verdict import Outcome, format_number
+
+VERDICT_OUTCOME = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
+
+
+@click.group()
+def fault():
+    """Inject a drive or link fault under load and judge whether the workload notices (G4)."""
+
+
+@fault.command("list")
+@pass_app
+def list_scenarios(app: App):
+    """Scenarios shipped in faults/."""
+    rows = []
+    for name in scenario_names():
+        scenario = load_scenario(name)
+        rows.append({"name": name, "kind": scenario.kind, "via": scenario.fault["via"],
+                     "description": scenario.description})
+    app.emit({"scenarios": rows, "folder": str(SCENARIO_DIR)},
+             [f"{r['name']:24} {r['kind']:18} {r['description']}" for r in rows])
+
+
+@fault.command("run")
+@click.argument("scenario")
+@click.option("--lab", "lab_flag", is_flag=True, help="Aim at the running lab (see --lab-name).")
+@click.option("--lab-name", default="default", show_default=True, help="Which lab.")
+@click.option("--dry-run/--yes", "dry_run", default=None,
+              help="Print what would happen (default off a lab) / really inject on this host.")
+@click.option("--allow", "allow", multiple=True, metavar="DEVICE_SERIAL",
+              help="Identity (serial, interface, ...) the fault may touch; repeat. Needed off a lab.")
+@click.option("--allow-visible", is_flag=True,
+              help="Allow a fault that must be visible (only path, loss beyond RAID redundancy): a negative test.")
+@pass_app
+def run(app: App, scenario, lab_flag, lab_name, dry_run, allow, allow_visible):
+    """Run SCENARIO (a name from faults/ or a .toml path)."""
+    loaded = load_scenario(scenario)
+    options = engine.Options(lab=lab_name if lab_flag else None, dry_run=bool(dry_run),
+                             yes=dry_run is False, allow=tuple(allow), allow_visible=allow_visible,
+                             progress=app.progress)
+    run_dir = app.new_run(f"fault-{loaded.name}")
+    runner = app.runner(run_dir)
+    plan = engine.build_plan(loaded, runner, options)
+    if options.dry_run:
+        human = ["DRY RUN (nothing injected; add --yes and --allow to run it):"] + plan.lines
+        return finish(app, run_dir, "fault run", {"dry_run": True, "plan": plan.to_dict(),
+                                                         "verdict": None}, human, Outcome.NOT_RUN)
+    results = engine.execute(plan, run_dir, Journal.default(), options)
+    human = [f"{loaded.name}: {results['verdict'].upper()}"
+             + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
+    from fxprobe.verdict import Criterion
+    for c in results["criteria"]:
+        human.append("  " + Criterion(**{k: v for k, v in c.items() if k != "margin"} |
+                                      {"outcome": Outcome(c["outcome"])}).line())
+    impact = results["impact"]
+    human.append(f"  time to recover after restore: {format_number(impact['recover_s'], 's')}")
+    if results["advice"]:
+        human += ["timeouts:"] + [f"  {line}" for line in results["advice"]["lines"]]
+    human += [f"restored: {line}" for line in results["restore_log"]]
+    human.append(f"timeline: {results['png']}")
+    return finish(app, run_dir, "fault run", results, human, VERDICT_OUTCOME[results["verdict"]])
+
+
+@fault.command("restore")
+@pass_app
+def restore(app: App):
+    """Undo faults left behind by a crashed or killed run (from the restore journal)."""
+    journal = Journal.default()
+    entries = journal.entries()
+    run_dir = app.new_run("fault-restore")
+    done = engine.replay_journal(journal, app.runner(run_dir), app.progress)
+    human = [f"restored: {line}" for line in done] or [f"nothing to restore ({journal.path} has no open entry)"]
+    return finish(app, run_dir, "fault restore", {"entries": entries, "restored": done}, human, Outcome.PASS)

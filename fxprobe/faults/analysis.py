@@ -1,0 +1,193 @@
+"""The impact of a fault on the load, from fio's epoch-stamped logs and its JSON.
+
+Times are epoch milliseconds on the load host's clock (the caller converts the injection and
+restore instants with the measured clock offset). A log sample stamped ``t`` covers the window
+``(t - L, t]`` (L = log_avg_msec), so every duration below has a resolution of one window.
+
+- errors: ``total_err`` of every fio job (fio counts them under ``continue_on_error``);
+- longest stall: the longest run of windows with no completed I/O (zero IOPS, or no sample at all)
+  from the injection to the end of the load;
+- throughput in the fault window (injection .. restore) as % of the pre-fault steady state
+  (settle .. injection);
+- p99 latency in the window / pre-fault p99, from fio histogram logs (exact bins, not averages);
+- time to recover: restore to the first window back at ``min_throughput_pct`` of the steady state.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from fxprobe.tools.fio import FioHistLog, percentile_from_bins
+from fxprobe.verdict import Criterion, Outcome
+
+AFFECTED_FRACTION = 0.5   # a window below half the steady-state IOPS is "affected" (for the timeline)
+
+
+@dataclass(frozen=True)
+class Impact:
+    log_msec: int
+    inject_ms: int
+    restore_ms: int
+    end_ms: int | None
+    errors: int | None
+    first_error: str
+    baseline_iops: float | None
+    window_iops: float | None
+    baseline_bw_kib: float | None
+    window_bw_kib: float | None
+    throughput_pct: float | None
+    longest_stall_s: float | None
+    stall_start_ms: int | None
+    baseline_p99_ns: int | None
+    window_p99_ns: int | None
+    p99_ratio: float | None
+    recover_s: float | None
+    first_affected_ms: int | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def combine(frames: Sequence[pd.DataFrame], log_msec: int) -> pd.Series:
+    """Sum per-job, per-direction samples into one series indexed by window end (ms, on the grid)."""
+    if not frames:
+        return pd.Series(dtype=float)
+    data = pd.concat([f[["time_ms", "value"]] for f in frames], ignore_index=True)
+    grid = ((data["time_ms"] + log_msec // 2) // log_msec) * log_msec
+    return data.groupby(grid)["value"].sum().sort_index().astype(float)
+
+
+def dense(series: pd.Series, log_msec: int, start_ms: int | None = None, end_ms: int | None = None) -> pd.Series:
+    """Fill missing windows with 0 (no sample = nothing completed) between start and end."""
+    if series.empty:
+        return series
+    first = int(series.index.min()) if start_ms is None else (start_ms // log_msec) * log_msec
+    last = int(series.index.max()) if end_ms is None else (end_ms // log_msec) * log_msec
+    index = np.arange(first, last + log_msec, log_msec, dtype=np.int64)
+    return series.reindex(index, fill_value=0.0)
+
+
+def mean_between(series: pd.Series, start_ms: float, end_ms: float) -> float | None:
+    """Mean over windows entirely inside [start, end]."""
+    part = series[(series.index - _step(series) >= start_ms) & (series.index <= end_ms)]
+    return float(part.mean()) if len(part) else None
+
+
+def _step(series: pd.Series) -> int:
+    return int(series.attrs.get("log_msec", 0))
+
+
+def longest_stall(iops: pd.Series, log_msec: int, start_ms: int, end_ms: int) -> tuple[float, int | None]:
+    """(seconds, start ms) of the longest run of zero-IOPS windows whose end lies in (start, end]."""
+    part = iops[(iops.index > start_ms) & (iops.index <= end_ms + log_msec)]
+    best, best_start, run, run_start = 0, None, 0, None
+    for stamp, value in part.items():
+        if value <= 0:
+            if run == 0:
+                run_start = int(stamp) - log_msec
+            run += 1
+            if run > best:
+                best, best_start = run, run_start
+        else:
+            run = 0
+    return best * log_msec / 1000.0, best_start
+
+
+def p99_between(hist: FioHistLog | None, start_ms: float, end_ms: float, percent: float = 99.0) -> int | None:
+    if hist is None or len(hist.time_ms) == 0:
+        return None
+    rows = (hist.time_ms > start_ms) & (hist.time_ms <= end_ms)
+    if not rows.any():
+        return None
+    sums = hist.counts[rows].sum(axis=0)
+    bins = {v: int(c) for v, c in zip(hist.bin_values_ns(), sums) if c}
+    return percentile_from_bins(bins, percent) if bins else None
+
+
+def fio_errors(fio_json: str | None) -> tuple[int | None, str]:
+    """(I/O errors counted by fio, first error text) from fio's JSON output; None without JSON."""
+    if not fio_json:
+        return None, ""
+    start = fio_json.find("{")
+    try:
+        data = json.loads(fio_json[start:]) if start >= 0 else None
+    except json.JSONDecodeError:
+        return None, ""
+    if not isinstance(data, dict):
+        return None, ""
+    total, first = 0, ""
+    for job in data.get("jobs", []) + data.get("client_stats", []):
+        count = int(job.get("total_err", 0) or 0)
+        if count == 0 and job.get("error"):
+            count = 1
+        total += count
+        if not first and job.get("first_error"):
+            first = f"{job.get('first_error')} (errno)"
+        if not first and job.get("error"):
+            first = f"errno {job['error']}"
+    return total, first
+
+
+def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json: str | None,
+            log_msec: int, load_start_ms: int, settle_s: float, inject_ms: int, restore_ms: int,
+            min_throughput_pct: float) -> Impact:
+    end_ms = int(iops.index.max()) if len(iops) else None
+    iops = dense(iops, log_msec, load_start_ms, end_ms)
+    bw = dense(bw, log_msec, load_start_ms, end_ms)
+    iops.attrs["log_msec"] = bw.attrs["log_msec"] = log_msec
+    base_start = load_start_ms + settle_s * 1000
+    baseline_iops = mean_between(iops, base_start, inject_ms)
+    window_iops = mean_between(iops, inject_ms, restore_ms)
+    if window_iops is None and len(iops):   # fault shorter than a window: the windows it touches
+        part = iops[(iops.index > inject_ms) & (iops.index - log_msec < restore_ms)]
+        window_iops = float(part.mean()) if len(part) else None
+    baseline_bw = mean_between(bw, base_start, inject_ms)
+    window_bw = mean_between(bw, inject_ms, restore_ms)
+    pct = 100.0 * window_iops / baseline_iops if baseline_iops and window_iops is not None else None
+    stall_s, stall_start = (longest_stall(iops, log_msec, inject_ms, end_ms) if end_ms else (None, None))
+    base_p99 = p99_between(hist, base_start, inject_ms)
+    win_p99 = p99_between(hist, inject_ms, restore_ms + log_msec)
+    ratio = win_p99 / base_p99 if base_p99 and win_p99 is not None else None
+    recover_s = first_affected = None
+    if baseline_iops:
+        after = iops[iops.index > restore_ms]
+        back = after[after >= baseline_iops * min_throughput_pct / 100.0]
+        recover_s = max(0.0, (int(back.index[0]) - restore_ms) / 1000.0) if len(back) else None
+        low = iops[(iops.index > inject_ms) & (iops < baseline_iops * AFFECTED_FRACTION)]
+        first_affected = int(low.index[0]) if len(low) else None
+    errors, first_error = fio_errors(fio_json)
+    return Impact(log_msec, int(inject_ms), int(restore_ms), end_ms, errors, first_error, baseline_iops,
+                  window_iops, baseline_bw, window_bw, pct, stall_s, stall_start, base_p99, win_p99, ratio,
+                  recover_s, first_affected)
+
+
+def criteria(impact: Impact, limits: dict) -> list[Criterion]:
+    """The invisibility criteria, each with its threshold beside the measurement."""
+    out = [
+        Criterion.compare("I/O errors", impact.errors, "<=", limits["max_errors"],
+                          detail=impact.first_error or "", evidence="fio JSON total_err"),
+        Criterion.compare("longest stall (no completed I/O)", impact.longest_stall_s, "<=", limits["max_stall_s"],
+                          unit="s", detail=f"resolution {impact.log_msec / 1000:g} s", evidence="fio iops log"),
+        Criterion.compare("throughput in fault window vs pre-fault", impact.throughput_pct, ">=",
+                          limits["min_throughput_pct"], unit="%", evidence="fio iops log"),
+        Criterion.compare("p99 latency in fault window / pre-fault p99", impact.p99_ratio, "<=",
+                          limits["max_p99_ratio"], unit="x",
+                          detail=(f"{impact.window_p99_ns / 1e6:.3f} ms vs {impact.baseline_p99_ns / 1e6:.3f} ms"
+                                  if impact.p99_ratio is not None else ""), evidence="fio clat histogram log"),
+    ]
+    return out
+
+
+def verdict_word(items: list[Criterion]) -> str:
+    """``invisible`` when every criterion passed; ``visible`` when one failed; else ``unknown``."""
+    outcomes = [c.outcome for c in items]
+    if Outcome.FAIL in outcomes:
+        return "visible"
+    if outcomes and all(o == Outcome.PASS for o in outcomes):
+        return "invisible"
+    return "unknown"

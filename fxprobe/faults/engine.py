@@ -1,0 +1,391 @@
+"""``fault run``: start the load, wait for steady state, inject, keep loading, restore, wait for
+recovery; then analyse the fio logs against the criteria, draw the timeline and give advice.
+
+Safety first: the plan is built and checked (method available, allow-list, only path, RAID
+redundancy, root device) before anything is touched; every undo is journaled (fsync) before the
+change it undoes; Ctrl-C / SIGTERM restore before exiting; ``fault restore`` replays the journal.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from fxprobe.errors import BadInput, FxprobeError, NotRunnable, ToolError, UnsafeTarget
+from fxprobe.faults import advice as advice_mod
+from fxprobe.faults import analysis, labprep, methods, plot, timeline
+from fxprobe.faults.journal import Journal
+from fxprobe.faults.scenario import Scenario
+from fxprobe.hosts import LOCAL
+from fxprobe.rundir import RunDir
+from fxprobe.runner import Runner
+from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
+from fxprobe.verdict import Outcome
+
+LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")
+
+
+@dataclass
+class Options:
+    lab: str | None = None            # lab name, or None for this Linux host
+    dry_run: bool = False
+    yes: bool = False
+    allow: tuple[str, ...] = ()
+    allow_visible: bool = False
+    sample_s: float = 2.0
+    progress: object = print
+
+
+@dataclass
+class Plan:
+    scenario: Scenario
+    method: methods.Method
+    lines: list[str]
+    refusals: list[str]
+    env: methods.Env
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario.name, "kind": self.scenario.kind, "via": self.method.via,
+                "target": self.method.target, "lines": self.lines, "refusals": self.refusals}
+
+
+def _iso_ms(stamp: str) -> float:
+    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc).timestamp()
+
+
+def load_argv(scenario: Scenario, device: str, log_dir: str) -> list[str]:
+    load, t = scenario.load, scenario.timing
+    runtime = int(round(scenario.total_s + 2))
+    prefix = f"{log_dir}/load"
+    return ["fio", "--name=fault-load", f"--filename={device}", f"--rw={load['rw']}", f"--bs={load['bs']}",
+            f"--iodepth={load['iodepth']}", f"--numjobs={load['numjobs']}", "--ioengine=libaio", "--direct=1",
+            "--time_based", f"--runtime={runtime}", f"--write_iops_log={prefix}", f"--write_bw_log={prefix}",
+            f"--write_lat_log={prefix}", f"--write_hist_log={prefix}", f"--log_avg_msec={load['log_msec']}",
+            f"--log_hist_msec={load['log_msec']}", "--log_unix_epoch=1", "--continue_on_error=all",
+            "--output-format=json", "--eta=never"]
+
+
+def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
+    """Choose the method and check it; touches nothing. Raises NotRunnable / UnsafeTarget / BadInput."""
+    lab = None
+    if options.lab:
+        from fxprobe.lab.vm import Lab
+        lab = Lab.load(options.lab, runner)
+    env = methods.Env(runner, lab, load_host=scenario.load["host"], say=options.progress)
+    if lab is not None:
+        lab.guest_name(env.load_host)
+        if scenario.lab["export"] == "main" or any(e["name"] == labprep.TWIN for e in lab.state["exports"]):
+            env.nqn = labprep.export_nqn(lab, scenario.lab["export"])
+    elif not scenario.load["target"]:
+        raise BadInput(f"{scenario.source}: key 'load.target': required on a Linux host (the device the load reads)")
+    method = methods.choose(env, scenario.fault)
+    refusals = [] if scenario.lab["paths"] == 1 and lab is not None and scenario.kind in LINK_KINDS else method.refusals()
+    lines = []
+    if lab is not None:
+        lines.append(f"lab {lab.name}: load on {env.load_host} against export {scenario.lab['export']}"
+                     + (f" ({env.nqn})" if env.nqn else " (built first)"))
+    else:
+        lines.append(f"this host: load against {scenario.load['target']}")
+    t = scenario.timing
+    lines.append(f"load: fio {scenario.load['rw']} bs={scenario.load['bs']} iodepth={scenario.load['iodepth']} "
+                 f"for {scenario.total_s + 2:g} s, logs every {scenario.load['log_msec']} ms")
+    lines.append(f"at +{t['steady_s']:g} s inject {scenario.kind} via {method.via} on {method.target}; "
+                 f"restore at +{t['steady_s'] + t['fault_s']:g} s; keep loading {t['recover_s']:g} s")
+    lines += [f"  {line}" for line in method.plan()]
+    if lab is None:
+        if not options.yes and not options.dry_run:
+            options.dry_run = True
+        if not options.dry_run and method.target not in options.allow:
+            raise UnsafeTarget(f"{scenario.kind} target {method.target} is not on the allow-list: nothing injected",
+                               hint=f"check it is the device you mean, then add --allow {method.target}")
+    if refusals and not options.allow_visible:
+        raise UnsafeTarget(f"refusing {scenario.kind} on {method.target}: {refusals[0]}; nothing injected",
+                           hint="for a planted negative test add --allow-visible")
+    return Plan(scenario, method, lines, refusals, env)
+
+
+def clock_offset(runner: Runner, host, tries: int = 3) -> tuple[float, float]:
+    """(node clock - local clock, uncertainty) in seconds, from the quickest of a few round trips."""
+    if host is LOCAL:
+        return 0.0, 0.0
+    best = None
+    for _ in range(tries):
+        before = time.time()
+        result = runner.run(["date", "+%s.%N"], timeout=30, host=host, check=True, label="clock")
+        after = time.time()
+        node = float(result.stdout.strip())
+        rtt = after - before
+        if best is None or rtt < best[1]:
+            best = (node - (before + after) / 2, rtt)
+    return best[0], best[1] / 2
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict:
+    """Run the plan; returns the results (verdict, impact, timeline, advice, png)."""
+    scenario, method, env = plan.scenario, plan.method, plan.env
+    runner, lab, say = env.runner, env.lab, options.progress
+    entry_id = f"{run.path.name}-{uuid.uuid4().hex[:6]}"
+    undo: list[dict] = []
+
+    def remember(record: dict) -> None:
+        undo.append(record)
+        journal.open(entry_id, scenario.name, undo, str(run.path))
+
+    old_handlers = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM,)}
+    restore_log: list[str] = []
+    background = []
+    sampler = None
+    try:
+        prep_lines: list[str] = []
+        if lab is not None:
+            env.nqn, prep_lines = labprep.prepare(lab, scenario.lab, env.load_host, remember)
+            for line in prep_lines:
+                say(f"prepared: {line}")
+            live = methods.live_paths_lab(lab, env.load_host, env.nqn)
+            device = _lab_device(lab, env.load_host, env.nqn)
+            if not plan.refusals and not options.allow_visible:
+                refusals = method.refusals()
+                if refusals:
+                    raise UnsafeTarget(f"refusing {scenario.kind} on {method.target}: {refusals[0]}; nothing injected",
+                                       hint="for a planted negative test add --allow-visible")
+            timeouts = _remote_timeouts(lab, env.load_host, env.nqn)
+        else:
+            host, device = LOCAL, scenario.load["target"]
+            live = []
+            timeouts = advice_mod.read_timeouts(scenario.fault.get("nqn"))
+        if lab is not None:
+            host, array_host = labprep.fast_guest(lab, env.load_host), labprep.fast_guest(lab, "array")
+        else:
+            array_host = LOCAL
+        offset, offset_err = clock_offset(runner, host)
+        log_dir = f"/tmp/fxprobe-fault-{entry_id}"
+        runner.run(["mkdir", "-p", log_dir], timeout=30, host=host, check=True, label="logdir")
+        listeners = start_listeners(runner, lab, host, array_host, env.load_host, scenario.total_s + 300, background, say)
+        snapshot = timeline.lab_snapshot(lab, env.load_host, env.nqn) if lab is not None \
+            else timeline.local_snapshot(scenario.fault.get("nqn"))
+        sampler = timeline.Sampler(snapshot, options.sample_s).start()
+        argv = load_argv(scenario, device, log_dir)
+        say(f"load: {shlex.join(argv)}")
+        fio = runner.start(["sh", "-c", 'date +%s.%N; exec "$@"', "fxprobe-load", *argv], host=host, label="fio-load")
+        background.append(fio)
+        load_started = wait_started(fio, 120) - offset
+        time.sleep(max(0.0, load_started + scenario.timing["steady_s"] - time.time()))
+        remember(method.restore_record())     # journaled (fsync) before the fault happens
+        say(f"inject: {scenario.kind} via {method.via} on {method.target}")
+        inject_t = env.note(f"inject {scenario.kind}")
+        flaps: list[tuple[float, bool]] = []
+        if isinstance(method, methods.LabLinkFlap):
+            flaps = method.flap(scenario.timing["fault_s"])
+            restore_t = flaps[-1][0] if flaps else time.time()
+            restore_log.append(f"link {method.n} left up after flapping")
+        else:
+            method.inject()
+            if isinstance(method, methods.LabDrivePull):
+                pulled = lab.drive(method.slot).get("pulled")
+                deleted_t = _iso_ms(pulled) if pulled else None   # QMP DEVICE_DELETED (after the guest let go)
+            time.sleep(max(0.0, scenario.timing["fault_s"] - (time.time() - inject_t)))
+            say("restore")
+            restore_t = time.time()
+            restore_log.append(methods.restore_from_record(undo[-1], env))
+        undo.pop()
+        journal.open(entry_id, scenario.name, undo, str(run.path))
+        fio.wait(timeout=scenario.timing["recover_s"] + scenario.total_s + 120)
+        samples = sampler.stop()
+        sampler = None
+        for bg in background:
+            bg.stop(timeout=5)
+        fio_out, fio_err = fio.output()
+        logs = _fetch_logs(runner, host, log_dir, run)
+        runner.run(["rm", "-rf", log_dir], timeout=30, host=host, label="logdir-rm")
+        events = []
+        for name, bg in listeners.items():
+            node_offset = offset if name in (env.load_host, "local") else clock_offset(runner, array_host)[0]
+            events += [{**e, "node": name} for e in timeline.parse_event_lines(bg.output()[0], node_offset)]
+        events.sort(key=lambda e: e["t"])
+        inject_requested_t = inject_t
+        if isinstance(method, methods.LabDrivePull):
+            inject_t = drive_gone_instant(events, inject_t, deleted_t)
+    except KeyboardInterrupt:
+        say("interrupted: restoring before exit")
+        raise
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        for bg in background:
+            if bg.alive():
+                bg.stop(timeout=5)
+        failures = undo_all(undo, env, restore_log, say)
+        if failures:
+            journal.open(entry_id, scenario.name, failures, str(run.path))
+        else:
+            journal.close(entry_id)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+    # -- analysis (everything restored by now) --
+    log_msec = scenario.load["log_msec"]
+    to_node_ms = lambda t: int(round((t + offset) * 1000))
+    iops = analysis.combine(logs["iops"], log_msec)
+    bw = analysis.combine(logs["bw"], log_msec)
+    if iops.empty:
+        raise ToolError(f"the load wrote no IOPS samples: {(fio_err.strip().splitlines() or ['?'])[-1]}",
+                        hint=f"see {run.raw}")
+    load_start_ms = int(iops.index.min()) - log_msec
+    impact = analysis.analyse(iops=iops, bw=bw, hist=logs["hist"], fio_json=fio_out, log_msec=log_msec,
+                              load_start_ms=load_start_ms, settle_s=scenario.timing["settle_s"],
+                              inject_ms=to_node_ms(inject_t), restore_ms=to_node_ms(restore_t),
+                              min_throughput_pct=scenario.criteria["min_throughput_pct"])
+    criteria = analysis.criteria(impact, scenario.criteria)
+    word = analysis.verdict_word(criteria)
+    failed = [c.name for c in criteria if c.outcome == Outcome.FAIL]
+    link_advice = None
+    if scenario.kind in LINK_KINDS:
+        link_advice = advice_mod.advise(timeouts, impact.longest_stall_s, len(live) if lab else
+                                        len([c for c in timeouts["controllers"].values() if c.get("state") == "live"]),
+                                        scenario.kind)
+    node_samples = [{"t": s.t + offset, "paths": s.paths, "md": s.md} for s in samples if not s.error]
+    node_events = [{**e, "t": e["t"] + offset} for e in events]
+    png = plot.plot_timeline(run.path / "timeline.png", title=f"{scenario.name}: {scenario.kind} via {method.via} "
+                             f"on {method.target} - {word.upper()}", iops=analysis.dense(iops, log_msec),
+                             hist=logs["hist"], start_ms=load_start_ms, inject_ms=impact.inject_ms,
+                             restore_ms=impact.restore_ms, flaps=[(to_node_ms(t), up) for t, up in flaps],
+                             samples=node_samples, events=node_events,
+                             stall=(impact.longest_stall_s or 0, impact.stall_start_ms))
+    return {
+        "scenario": scenario.to_dict(), "mode": "lab" if lab is not None else "host",
+        "lab": lab.name if lab is not None else None, "plan": plan.to_dict(), "prepared": prep_lines,
+        "verdict": word, "failed_criteria": failed, "criteria": [c.to_dict() for c in criteria],
+        "impact": impact.to_dict(), "clock": {"offset_s": offset, "uncertainty_s": offset_err},
+        "instants": {"load_start_ms": load_start_ms, "inject_requested_ms": to_node_ms(inject_requested_t),
+                     "inject_ms": impact.inject_ms, "restore_ms": impact.restore_ms,
+                     "first_affected_ms": impact.first_affected_ms,
+                     "inject_to_first_affected_ms": (impact.first_affected_ms - impact.inject_ms
+                                                     if impact.first_affected_ms else None)},
+        "flaps": [{"t_ms": to_node_ms(t), "up": up} for t, up in flaps],
+        "timeline": {"changes": timeline.changes(samples), "samples": len(samples), "events": events,
+                     "actions": [{"t": t, "text": text} for t, text in env.events]},
+        "live_paths_before": len(live), "timeouts": timeouts,
+        "advice": link_advice.to_dict() if link_advice else None,
+        "restore_log": restore_log, "png": str(png), "fio_stderr_tail": fio_err[-2000:],
+        "load_started_local": load_started,
+    }
+
+
+def drive_gone_instant(events: list[dict], requested_t: float, deleted_t: float | None) -> float:
+    """When a hot-removed drive really went: the array's first block 'remove' uevent after the
+    request, else QMP's DEVICE_DELETED instant, else the request itself."""
+    gone = [e["t"] for e in events if e.get("node") == "array" and e.get("source") == "uevent"
+            and e.get("action") == "remove" and e.get("subsystem") == "block" and e["t"] >= requested_t - 0.5]
+    if gone:
+        return max(requested_t, min(gone))
+    return deleted_t or requested_t
+
+
+def _lab_device(lab, host: str, nqn: str) -> str:
+    for subsys in labprep.host_view(lab, host):
+        if subsys["nqn"] == nqn and subsys["namespaces"]:
+            return f"/dev/{subsys['namespaces'][0]}"
+    raise ToolError(f"{host} has no namespace of {nqn}", hint="is the host connected? fxprobe lab status")
+
+
+def _remote_timeouts(lab, host: str, nqn: str) -> dict:
+    import json
+    result = lab.runner.run(lab.python("fxprobe.faults.advice", nqn), timeout=60, host=labprep.fast_guest(lab, host),
+                            check=True, label="timeouts")
+    return json.loads(result.stdout)
+
+
+
+
+def wait_started(background, timeout: float) -> float:
+    """The node's epoch time printed as the first stdout line of a background command."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        first = background.output()[0].split("\n", 1)[0].strip()
+        if first and "\n" in background.output()[0]:
+            try:
+                return float(first)
+            except ValueError:
+                raise ToolError(f"the load did not start: {first[:200]}") from None
+        if not background.alive():
+            raise ToolError("the load exited at once: " + (background.output()[1].strip().splitlines() or ["?"])[-1])
+        time.sleep(0.1)
+    raise ToolError(f"the load did not start within {timeout:.0f} s")
+
+
+def start_listeners(runner: Runner, lab, host, array_host, load_host: str, seconds: float, background: list,
+                    say) -> dict:
+    """uevent/netlink listeners on the load node (and the array); waits (bounded) until they listen."""
+    py = lab.state["python"] if lab is not None else sys.executable
+    nodes = [("array", array_host), (load_host, host)] if lab is not None else [("local", LOCAL)]
+    listeners = {}
+    for name, node in nodes:
+        listeners[name] = runner.start([py, "-m", "fxprobe.faults.timeline", "events", "--seconds",
+                                        str(int(seconds))], host=node, label=f"events-{name}")
+        background.append(listeners[name])
+    deadline = time.monotonic() + 120
+    for name, bg in listeners.items():
+        while '"started"' not in bg.output()[0] and bg.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if '"started"' not in bg.output()[0]:
+            say(f"events: the listener on {name} did not start; the timeline has no events from it")
+    return listeners
+
+
+def _fetch_logs(runner: Runner, host, log_dir: str, run: RunDir) -> dict:
+    listing = runner.run(["ls", "-1", log_dir], timeout=30, host=host, check=True, label="logs-ls")
+    out = {"iops": [], "bw": [], "hist": None}
+    for name in sorted(listing.stdout.split()):
+        text = runner.run(["cat", f"{log_dir}/{name}"], timeout=120, host=host, check=True, label="log-cat").stdout
+        run.write_raw(f"fio-{name}", text)
+        if not text.strip():
+            continue
+        if "_iops." in name:
+            out["iops"].append(parse_fio_log(text, name))
+        elif "_bw." in name:
+            out["bw"].append(parse_fio_log(text, name))
+        elif "_clat_hist." in name and out["hist"] is None:
+            out["hist"] = parse_fio_hist_log(text, name)
+    return out
+
+
+def undo_all(undo: list[dict], env, restore_log: list[str], say) -> list[dict]:
+    """Undo every record, last first; a failing step does not stop the others. Returns the failures."""
+    failures = []
+    for record in reversed(list(undo)):
+        try:
+            restore_log.append(methods.restore_from_record(record, env))
+        except FxprobeError as exc:
+            failures.insert(0, record)
+            restore_log.append(f"FAILED to undo {record.get('method')}: {exc}")
+            say(f"could not undo {record.get('method')}: {exc} (kept in the journal: fxprobe fault restore)")
+        undo.remove(record)
+    return failures
+
+
+def replay_journal(journal: Journal, runner: Runner, progress=print) -> list[str]:
+    """``fault restore``: undo every open entry, last change first; closes each entry once undone."""
+    done = []
+    for entry in journal.entries():
+        records = list(entry.get("restores", []))
+        for record in reversed(records):
+            progress(f"undoing {record.get('method')} (from {entry.get('scenario', '?')}, written {entry.get('written')})")
+            text = methods.restore_from_record(record, None, runner)
+            done.append(text)
+            records.remove(record)
+            if records:
+                journal.open(entry["id"], entry.get("scenario", "?"), records, entry.get("run_dir", ""))
+        journal.close(entry["id"])
+    return done

@@ -1,0 +1,203 @@
+"""Getting the lab into a scenario's shape, each step with its undo record for the journal:
+a twin export (e.g. raid0 for the planted fail), the number of paths, and the NVMe timeouts."""
+
+from __future__ import annotations
+
+from fxprobe.fabrics import ConnectOptions
+from fxprobe.lab.spec import NVME_PORT
+
+TWIN = "twin"
+
+
+def remove_twin(lab, name: str) -> str:
+    """Remove a twin export; stop its md if a failed member kept it alive; re-plug any of its drives
+    whose namespace came back under another name (so slot -> /dev/nvmeXn1 holds again)."""
+    export = next((e for e in lab.state["exports"] if e["name"] == name), None)
+    if export is None:
+        return f"export {name} already gone"
+    done = [f"export {name} removed"]
+    lab.remove_export(name)
+    backing = export.get("backing") or ""
+    md = backing.rsplit("/", 1)[-1]
+    if md.startswith("md") and any(a["name"] == md for a in array_view(lab)["md"]):
+        lab.exec("array", ["mdadm", "--stop", backing], timeout=60, check=True, label="md-stop")
+        done.append(f"stopped {backing} (kept alive by its failed member)")
+    for slot in export["slots"]:
+        drive = lab.drive(slot)
+        ctrl = next((c for c in array_view(lab)["nvme_controllers"] if c["serial"] == drive["serial"]), None)
+        if drive["present"] and ctrl and not (ctrl["namespaces"] and ctrl["namespaces"][0].startswith(ctrl["name"] + "n")):
+            lab.drive_pull(slot)
+            lab.drive_restore(slot)
+            done.append(f"re-plugged slot {slot} (its namespace had come back as {ctrl['namespaces']})")
+    return "; ".join(done)
+
+
+def export_nqn(lab, which: str) -> str:
+    return lab.export(lab.state["exports"][0]["name"] if which == "main" else TWIN)["nqn"]
+
+
+def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
+    """Build the twin export if it is not there (its undo is remembered first)."""
+    if any(e["name"] == TWIN for e in lab.state["exports"]):
+        return False
+    remember({"method": "lab-remove-export", "lab": lab.name, "name": TWIN})
+    lab.add_export(level, slots, name=TWIN, connect=True)
+    return True
+
+
+def controllers_of(lab, host: str, nqn: str) -> list[dict]:
+    for subsys in host_view(lab, host):
+        if subsys["nqn"] == nqn:
+            return [p for p in subsys["paths"] if p.get("transport")]
+    return []
+
+
+def connect_paths(lab, host: str, nqn: str, links: list[int], options: dict, replace: bool = False) -> list[dict]:
+    """Connect ``host`` to ``nqn`` over exactly ``links`` with ``options`` (ConnectOptions fields).
+    ``replace`` disconnects every path first (timeouts such as kato are set at connect time)."""
+    opts = ConnectOptions(**{k: v for k, v in options.items() if k in ConnectOptions.__dataclass_fields__})
+    transport = lab.export(nqn)["transport"]
+    if replace:
+        lab.exec(host, ["nvme", "disconnect", "-n", nqn], timeout=60, label="disconnect-paths")
+    current = {p["address"].split(",")[0].split("=", 1)[1]: p for p in controllers_of(lab, host, nqn)
+               if p.get("address")}
+    wanted = {lab.link(n, host)["array_ip"] for n in links}
+    for address, path in current.items():
+        if address not in wanted:
+            lab.exec(host, ["nvme", "disconnect", "-d", path["controller"]], timeout=60, check=True,
+                     label="disconnect-path")
+    for n in links:
+        address = lab.link(n, host)["array_ip"]
+        if address not in current or replace:
+            lab.exec(host, ["nvme", "connect", "-t", transport, "-a", address, "-s", str(NVME_PORT), "-n", nqn,
+                            *opts.argv()], timeout=90, check=True, label=f"connect-link{n}")
+    live = wait_paths(lab, host, nqn, len(links))
+    if opts.fast_io_fail_tmo is not None:
+        for path in live:
+            lab.exec(host, ["tee", f"/sys/class/nvme/{path['controller']}/fast_io_fail_tmo"],
+                     input=str(opts.fast_io_fail_tmo), timeout=30, check=True, label="fast_io_fail_tmo")
+    return live
+
+
+def current_iopolicy(lab, host: str, nqn: str) -> str | None:
+    for subsys in host_view(lab, host):
+        if subsys["nqn"] == nqn:
+            return subsys.get("iopolicy")
+    return None
+
+
+def wait_paths(lab, host: str, nqn: str, count: int, timeout: float = 60) -> list[dict]:
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        live = [p for p in controllers_of(lab, host, nqn) if p["state"] == "live"]
+        if len(live) == count:
+            return live
+        if time.monotonic() > deadline:
+            from fxprobe.errors import ToolError
+            raise ToolError(f"{host}: {len(live)} live paths to {nqn} after {timeout:.0f} s, expected {count}")
+        time.sleep(0.5)
+
+
+def set_iopolicy(lab, host: str, nqn: str, policy: str) -> str | None:
+    """Write the subsystem's iopolicy; returns the previous one."""
+    for subsys in host_view(lab, host):
+        if subsys["nqn"] == nqn:
+            lab.exec(host, ["tee", f"/sys/class/nvme-subsystem/{subsys['name']}/iopolicy"], input=policy,
+                     timeout=30, check=True, label="iopolicy")
+            return subsys.get("iopolicy")
+    return None
+
+
+def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
+    """(nqn, lines saying what was done) for the scenario's [lab] table; ``remember(undo)`` is
+    called before each step changes anything (it journals the undo)."""
+    done = []
+    if lab_table["export"] == "twin":
+        if ensure_twin(lab, lab_table["twin_level"], lab_table["twin_slots"], remember):
+            done.append(f"built twin export: {lab_table['twin_level']} over slots {lab_table['twin_slots']}")
+    nqn = export_nqn(lab, lab_table["export"])
+    all_links = [l["n"] for l in lab.links(host)]
+    options = {k: lab_table[k] for k in ("keep_alive_tmo", "ctrl_loss_tmo", "reconnect_delay") if lab_table[k] > 0}
+    if lab_table["fast_io_fail_tmo"] != -2:
+        options["fast_io_fail_tmo"] = lab_table["fast_io_fail_tmo"]
+    links = all_links[:lab_table["paths"]] if lab_table["paths"] else all_links
+    if options or links != all_links:
+        remember({"method": "lab-paths", "lab": lab.name, "host": host, "nqn": nqn, "links": all_links,
+                     "options": {}})
+        connect_paths(lab, host, nqn, links, options, replace=bool(options))
+        done.append(f"{host}: {len(links)} path(s) to {nqn} on link(s) {links}"
+                    + (f" with {options}" if options else ""))
+    if lab_table["iopolicy"]:
+        before = current_iopolicy(lab, host, nqn)
+        if before and before != lab_table["iopolicy"]:
+            remember({"method": "lab-iopolicy", "lab": lab.name, "host": host, "nqn": nqn, "policy": before})
+        set_iopolicy(lab, host, nqn, lab_table["iopolicy"])
+        done.append(f"{host}: iopolicy {lab_table['iopolicy']} (was {before})")
+    return nqn, done
+
+
+# -- quick views of the guests (one shared SSH connection, no Python start in a TCG guest) ---------------
+_HOST_SCRIPT = r'''for s in /sys/class/nvme-subsystem/nvme-subsys*; do [ -d "$s" ] || continue
+echo "subsys ${s##*/} $(cat $s/subsysnqn) $(cat $s/iopolicy 2>/dev/null || echo -)"
+for n in $s/nvme*n*; do [ -e "$n" ] && echo "ns ${s##*/} ${n##*/}"; done
+for c in $s/nvme*; do [ -e "$c/state" ] && echo "path ${s##*/} ${c##*/} $(cat $c/state) $(cat $c/transport) $(cat $c/address | tr -d ' ')"; done
+done; true'''
+_ARRAY_SCRIPT = r'''cat /proc/mdstat; echo "--fxprobe--"
+for c in /sys/class/nvme/nvme*; do [ -e "$c/serial" ] || continue
+echo "ctrl ${c##*/} $(cat $c/serial) $(cd $c && ls -d nvme*n* 2>/dev/null | head -1)"; done; true'''
+
+
+def fast_guest(lab, name: str):
+    """The lab guest as an SshHost that shares one connection (ControlMaster) per process."""
+    import os
+    from dataclasses import replace
+    from pathlib import Path
+    host = lab.guest(name)
+    folder = Path("/tmp") / f"fxprobe-ssh-{os.getpid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return replace(host, options=tuple(host.options) + ("ControlMaster=auto", f"ControlPath={folder}/%C",
+                                                        "ControlPersist=60"))
+
+
+def parse_host_view(text: str) -> list[dict]:
+    """``nvme_subsystems`` in the shape of fxprobe.lab.guestinfo, from _HOST_SCRIPT output."""
+    subsystems: dict[str, dict] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[0] == "subsys":
+            subsystems[fields[1]] = {"name": fields[1], "nqn": fields[2],
+                                     "iopolicy": None if fields[3] == "-" else fields[3],
+                                     "namespaces": [], "paths": []}
+        elif len(fields) == 3 and fields[0] == "ns" and fields[1] in subsystems:
+            subsystems[fields[1]]["namespaces"].append(fields[2])
+        elif len(fields) >= 5 and fields[0] == "path" and fields[1] in subsystems:
+            subsystems[fields[1]]["paths"].append({"controller": fields[2], "state": fields[3],
+                                                   "transport": fields[4],
+                                                   "address": fields[5] if len(fields) > 5 else None})
+    return list(subsystems.values())
+
+
+def parse_array_view(text: str) -> dict:
+    """``nvme_controllers`` and ``md`` in the shape of fxprobe.lab.guestinfo, from _ARRAY_SCRIPT output."""
+    from fxprobe.mdraid import parse_mdstat
+    mdstat, _, rest = text.partition("--fxprobe--")
+    controllers = []
+    for line in rest.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0] == "ctrl":
+            controllers.append({"name": fields[1], "serial": fields[2], "transport": "pcie",
+                                "namespaces": fields[3:4]})
+    return {"nvme_controllers": controllers, "md": [a.to_dict() for a in parse_mdstat(mdstat)]}
+
+
+def host_view(lab, host: str) -> list[dict]:
+    result = lab.runner.run(["sh", "-c", _HOST_SCRIPT], timeout=60, host=fast_guest(lab, host), check=True,
+                            label=f"view-{host}")
+    return parse_host_view(result.stdout)
+
+
+def array_view(lab) -> dict:
+    result = lab.runner.run(["sh", "-c", _ARRAY_SCRIPT], timeout=60, host=fast_guest(lab, "array"), check=True,
+                            label="view-array")
+    return parse_array_view(result.stdout)

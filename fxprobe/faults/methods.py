@@ -1,0 +1,733 @@
+"""Fault methods, each with its matching restore.
+
+A method is built from a scenario's ``[fault]`` table and an environment (the lab, or this Linux
+host). It can say what it would do (``plan``), why it cannot run here (``probe``), what it refuses
+for safety (``refusals``), how to undo it as a JSON record (``restore_record``, written to the
+journal before injecting), and then ``inject`` / ``restore``. ``restore_from_record`` replays a
+record in a new process (``fxprobe fault restore``).
+
+Lab: QMP ``device_del``/``device_add`` (drive-pull) and ``set_link`` (link-down, link-flap).
+Linux host: pyroute2 link down/up, ``nvme disconnect`` of one path, sysfs device remove/rescan,
+nvmet namespace or port disable through configfs, null_blk power off, md fail/re-add, manual.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from fxprobe import sysfs
+from fxprobe.errors import BadInput, NotRunnable, ToolError
+from fxprobe.hosts import LOCAL
+from fxprobe.runner import Runner
+
+REDUNDANCY = {"raid0": 0, "linear": 0, "raid1": None, "raid4": 1, "raid5": 1, "raid6": 2, "raid10": 1}
+
+
+@dataclass
+class Env:
+    """Where faults happen: ``lab`` (fxprobe.lab.vm.Lab) or None for this Linux host."""
+
+    runner: Runner
+    lab: object | None = None
+    load_host: str = "host1"
+    nqn: str | None = None                 # subsystem the load uses (lab)
+    say: Callable[[str], None] = print     # manual method: tell the engineer
+    events: list = field(default_factory=list)   # (epoch s, text) of what was done
+
+    def note(self, text: str) -> float:
+        now = time.time()
+        self.events.append((now, text))
+        return now
+
+
+def md_redundancy_left(level: str, raid_disks: int | None, working: int | None) -> int | None:
+    """How many more members the array can lose without losing data (None: unknown)."""
+    per = REDUNDANCY.get(level)
+    if level == "raid1" and raid_disks:
+        per = raid_disks - 1
+    if per == 0:
+        return 0
+    if per is None or raid_disks is None or working is None:
+        return None
+    return per - (raid_disks - working)
+
+
+def redundancy_refusal(device: str, md_arrays: list[dict]) -> str | None:
+    """Why losing block device ``device`` (e.g. nvme3n1) would exceed its md array's redundancy."""
+    for md in md_arrays:
+        if any(m["device"] == device and not m.get("faulty") for m in md["members"]):
+            left = md_redundancy_left(md["level"], md.get("raid_disks"), md.get("working_disks"))
+            if left is None:
+                return f"{device} is in {md['name']} ({md['level']}) whose redundancy is unknown"
+            if left < 1:
+                state = f"{md.get('working_disks')}/{md.get('raid_disks')} members working"
+                return (f"{device} is in {md['name']} ({md['level']}, {state}): losing it exceeds the RAID's "
+                        f"redundancy (data loss / I/O errors)")
+    return None
+
+
+class Method:
+    kind = ""
+    via = ""
+
+    def __init__(self, env: Env, fault: dict):
+        self.env = env
+        self.fault = fault
+
+    @property
+    def target(self) -> str:
+        """What is broken, as the identity the allow-list names."""
+        raise NotImplementedError
+
+    def plan(self) -> list[str]:
+        raise NotImplementedError
+
+    def probe(self) -> str | None:
+        return None
+
+    def refusals(self) -> list[str]:
+        return []
+
+    def restore_record(self) -> dict:
+        raise NotImplementedError
+
+    def inject(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        restore_from_record(self.restore_record(), self.env)
+
+
+def _need(fault: dict, key: str, what: str) -> object:
+    if fault.get(key) is None:
+        raise BadInput(f"fault.{key} is required for {what}")
+    return fault[key]
+
+
+# -- lab (QMP) ------------------------------------------------------------------------------
+class LabDrivePull(Method):
+    kind, via = "drive-pull", "qmp"
+
+    @property
+    def slot(self) -> int:
+        return int(_need(self.fault, "slot", "drive-pull via qmp"))
+
+    @property
+    def target(self) -> str:
+        return self.env.lab.drive(self.slot)["serial"]
+
+    def plan(self) -> list[str]:
+        return [f"QMP device_del drive{self.slot} (serial {self.target}) in lab {self.env.lab.name}'s array guest, "
+                f"then mdadm --fail/--remove detached",
+                f"restore: QMP device_add of the same drive, mdadm --re-add (or --add)"]
+
+    def probe(self) -> str | None:
+        drive = self.env.lab.drive(self.slot)
+        return None if drive["present"] else f"drive slot {self.slot} is already pulled"
+
+    def refusals(self) -> list[str]:
+        from fxprobe.faults.labprep import array_view
+        info = array_view(self.env.lab)
+        serial = self.target
+        device = next((c["namespaces"][0] for c in info["nvme_controllers"]
+                       if c.get("serial") == serial and c.get("namespaces")), None)
+        if device is None:
+            return [f"drive {serial} is not visible in the array guest"]
+        refusal = redundancy_refusal(device, info["md"])
+        return [refusal] if refusal else []
+
+    def restore_record(self) -> dict:
+        drive = self.env.lab.drive(self.slot)
+        level = next((e["level"] for e in self.env.lab.state["exports"] if e["name"] == drive["export"]), None)
+        return {"method": "lab-drive", "lab": self.env.lab.name, "slot": self.slot,
+                "md_readd": REDUNDANCY.get(level, 1) != 0}
+
+    def inject(self) -> None:
+        self.env.lab.drive_pull(self.slot)
+
+
+class LabLink(Method):
+    kind, via = "link-down", "qmp"
+
+    @property
+    def n(self) -> int:
+        return int(_need(self.fault, "link", f"{self.kind} via qmp"))
+
+    @property
+    def target(self) -> str:
+        link = self.env.lab.link(self.n, self.env.load_host)
+        return link["host_nic"]
+
+    def plan(self) -> list[str]:
+        link = self.env.lab.link(self.n, self.env.load_host)
+        return [f"QMP set_link up=false on both ends of data link {self.n} "
+                f"({link['host']}:{link['host_nic']} - array:{link['array_nic']})",
+                "restore: QMP set_link up=true"]
+
+    def refusals(self) -> list[str]:
+        if not self.env.nqn:
+            return []
+        live = live_paths_lab(self.env.lab, self.env.load_host, self.env.nqn)
+        link = self.env.lab.link(self.n, self.env.load_host)
+        others = [p for p in live if f"traddr={link['array_ip']}," not in (p.get("address") or "") + ","]
+        if not others:
+            return [f"link {self.n} carries the only live path of {self.env.nqn} on {self.env.load_host} "
+                    f"({len(live)} live path(s))"]
+        return []
+
+    def restore_record(self) -> dict:
+        return {"method": "lab-link", "lab": self.env.lab.name, "n": self.n, "host": self.env.load_host}
+
+    def inject(self) -> None:
+        lab_set_link(self.env.lab, self.n, self.env.load_host, False)
+
+
+class LabLinkFlap(LabLink):
+    kind = "link-flap"
+
+    def plan(self) -> list[str]:
+        period = self.fault["period_s"]
+        return [f"flap data link {self.n} of {self.env.load_host}: QMP set_link down {period / 2:g} s, "
+                f"up {period / 2:g} s, repeated through the fault window", "restore: QMP set_link up=true"]
+
+    def flap(self, duration_s: float, stop: Callable[[], bool] = lambda: False) -> list[tuple[float, bool]]:
+        """Down/up every period/2 for ``duration_s``; returns (epoch s, up) of each change; ends up."""
+        half = self.fault["period_s"] / 2
+        changes = []
+        end = time.monotonic() + duration_s
+        up = True
+        while time.monotonic() < end and not stop():
+            up = not up
+            lab_set_link(self.env.lab, self.n, self.env.load_host, up)
+            changes.append((self.env.note(f"link {self.n} {'up' if up else 'down'}"), up))
+            time.sleep(max(0.0, min(half, end - time.monotonic())))
+        if not up:
+            lab_set_link(self.env.lab, self.n, self.env.load_host, True)
+            changes.append((self.env.note(f"link {self.n} up"), True))
+        return changes
+
+    def inject(self) -> None:
+        lab_set_link(self.env.lab, self.n, self.env.load_host, False)
+
+
+def plug_only(lab, slot: int) -> str:
+    """QMP device_add of a pulled drive without md steps: a raid0 cannot take a member back."""
+    from fxprobe.lab.qemu import Drive
+    drive = lab.drive(slot)
+    with lab.qmp("array") as qmp:
+        qmp.command("device_add", **Drive(drive["slot"], drive["serial"], drive["image"]).device_args())
+    drive["present"] = True
+    drive.pop("pulled", None)
+    lab.save()
+    return f"drive slot {slot} plugged back (its {drive['export']} md has no redundancy: not re-added)"
+
+
+def lab_set_link(lab, n: int, host: str, up: bool) -> dict:
+    """The lab's link_up/link_down; if fxprobe.qmp cannot pass QMP's own ``name`` argument
+    (``Qmp.command(name, **arguments)`` takes it as the command), send set_link directly."""
+    try:
+        return (lab.link_up if up else lab.link_down)(n, host)
+    except TypeError as exc:
+        if "multiple values for argument 'name'" not in str(exc):
+            raise
+    from qemu.qmp import QMPError
+    from qemu.qmp.legacy import QEMUMonitorProtocol
+    from fxprobe.rundir import utc_stamp
+    link = lab.link(n, host)
+    for guest, nic in ((link["host"], link["host_nic"]), ("array", link["array_nic"])):
+        path = lab.state["guests"][guest]["qmp"]
+        monitor = QEMUMonitorProtocol(path)
+        try:
+            monitor.connect(negotiate=True)
+            monitor.settimeout(15)
+            reply = monitor.cmd_obj({"execute": "set_link", "arguments": {"name": f"nic-{nic}", "up": up}})
+        except (OSError, QMPError) as exc:
+            raise ToolError(f"QMP {path}: set_link: {exc}") from None
+        finally:
+            monitor.close()
+        if "error" in reply:
+            raise ToolError(f"QMP {path}: set_link nic-{nic}: {reply['error'].get('desc')}")
+    link["up"] = up
+    link["changed"] = utc_stamp()
+    lab.save()
+    return {"host": link["host"], "n": link["n"], "up": up, "at": link["changed"]}
+
+
+def live_paths_lab(lab, host: str, nqn: str) -> list[dict]:
+    from fxprobe.faults.labprep import host_view
+    for subsys in host_view(lab, host):
+        if subsys["nqn"] == nqn:
+            return [p for p in subsys["paths"] if p.get("transport") and p.get("state") == "live"]
+    return []
+
+
+# -- this Linux host ---------------------------------------------------------------------------
+def controller_by_serial(serial: str) -> str | None:
+    for name in sysfs.listdir("/sys/class/nvme"):
+        if sysfs.read(f"/sys/class/nvme/{name}/serial") == serial:
+            return name
+    return None
+
+
+def block_by_serial(serial: str) -> str | None:
+    for name in sysfs.listdir("/sys/class/block"):
+        if sysfs.read(f"/sys/class/block/{name}/device/serial") == serial and not (
+                sysfs.exists(f"/sys/class/block/{name}/partition")):
+            return name
+    return None
+
+
+def root_device_names() -> set[str]:
+    """Block devices under / (the root filesystem's device, its disk and the disks below md/dm)."""
+    text = sysfs.read("/proc/self/mountinfo", "") or ""
+    numbers = {line.split()[2] for line in text.splitlines() if len(line.split()) > 4 and line.split()[4] == "/"}
+    names = set()
+    for name in sysfs.listdir("/sys/class/block"):
+        if sysfs.read(f"/sys/class/block/{name}/dev") in numbers:
+            names.add(name)
+    pending = list(names)
+    while pending:   # walk down: partition -> disk, md/dm -> slaves
+        name = pending.pop()
+        real = sysfs.path(f"/sys/class/block/{name}").resolve()
+        parent = real.parent.name
+        if sysfs.exists(f"/sys/class/block/{name}/partition") and parent not in names:
+            names.add(parent)
+            pending.append(parent)
+        for slave in sysfs.listdir(f"/sys/class/block/{name}/slaves"):
+            if slave not in names:
+                names.add(slave)
+                pending.append(slave)
+    return names
+
+
+def local_md_arrays() -> list[dict]:
+    from fxprobe.mdraid import parse_mdstat
+    return [a.to_dict() for a in parse_mdstat(sysfs.read("/proc/mdstat", "") or "")]
+
+
+class HostDrive(Method):
+    """Common checks for a drive named by serial on this host."""
+
+    kind = "drive-pull"
+
+    @property
+    def serial(self) -> str:
+        return str(_need(self.fault, "serial", f"drive-pull via {self.via}"))
+
+    @property
+    def target(self) -> str:
+        return self.serial
+
+    def refusals(self) -> list[str]:
+        device = block_by_serial(self.serial)
+        if device is None:
+            return []
+        out = []
+        if device in root_device_names():
+            out.append(f"{device} (serial {self.serial}) holds the root filesystem")
+        refusal = redundancy_refusal(device, local_md_arrays())
+        if refusal:
+            out.append(refusal)
+        return out
+
+
+class SysfsRemove(HostDrive):
+    via = "sysfs"
+
+    def pci_path(self) -> Path | None:
+        ctrl = controller_by_serial(self.serial)
+        if ctrl is None:
+            return None
+        device = sysfs.path(f"/sys/class/nvme/{ctrl}/device").resolve()
+        return device if (device / "remove").exists() else None
+
+    def probe(self) -> str | None:
+        if controller_by_serial(self.serial) is None:
+            return f"no NVMe controller with serial {self.serial} in /sys/class/nvme"
+        if self.pci_path() is None:
+            return f"NVMe drive {self.serial} has no sysfs 'remove' (not a PCI device: a fabrics controller?)"
+        return None
+
+    def plan(self) -> list[str]:
+        return [f"echo 1 > {self.pci_path() or '<pci device>'}/remove (drive {self.serial})",
+                "restore: echo 1 > /sys/bus/pci/rescan"]
+
+    def restore_record(self) -> dict:
+        return {"method": "pci-rescan", "serial": self.serial}
+
+    def inject(self) -> None:
+        path = self.pci_path()
+        _write(path / "remove", "1")
+
+
+class MdFail(HostDrive):
+    via = "md"
+
+    def probe(self) -> str | None:
+        if self.fault.get("md") is None:
+            return "fault.md (the md device, e.g. /dev/md0) is required for drive-pull via md"
+        if block_by_serial(self.serial) is None:
+            return f"no block device with serial {self.serial}"
+        return None
+
+    def plan(self) -> list[str]:
+        device = block_by_serial(self.serial) or "<device>"
+        return [f"mdadm {self.fault['md']} --fail /dev/{device} --remove /dev/{device}",
+                f"restore: mdadm {self.fault['md']} --re-add /dev/{device} (else --add)"]
+
+    def restore_record(self) -> dict:
+        return {"method": "md-readd", "md": self.fault["md"], "device": f"/dev/{block_by_serial(self.serial)}"}
+
+    def inject(self) -> None:
+        device = f"/dev/{block_by_serial(self.serial)}"
+        self.env.runner.run(["mdadm", self.fault["md"], "--fail", device, "--remove", device], timeout=60,
+                            check=True, what="md fail")
+
+
+class NullBlkPower(Method):
+    kind, via = "drive-pull", "nullblk"
+
+    @property
+    def folder(self) -> str:
+        return f"/sys/kernel/config/nullb/{_need(self.fault, 'nullb', 'drive-pull via nullblk')}"
+
+    @property
+    def target(self) -> str:
+        return f"nullb:{self.fault.get('nullb')}"
+
+    def probe(self) -> str | None:
+        if self.fault.get("nullb") is None:
+            return "fault.nullb (the null_blk configfs name) is required for drive-pull via nullblk"
+        return None if sysfs.exists(f"{self.folder}/power") else f"{self.folder}/power does not exist (null_blk configfs)"
+
+    def plan(self) -> list[str]:
+        return [f"echo 0 > {self.folder}/power", f"restore: echo 1 > {self.folder}/power"]
+
+    def restore_record(self) -> dict:
+        return {"method": "nullblk-power", "folder": self.folder}
+
+    def inject(self) -> None:
+        _write(sysfs.path(f"{self.folder}/power"), "0")
+
+
+class NetlinkLink(Method):
+    kind, via = "link-down", "netlink"
+
+    @property
+    def interface(self) -> str:
+        return str(_need(self.fault, "interface", f"{self.kind} via netlink"))
+
+    @property
+    def target(self) -> str:
+        return self.interface
+
+    def probe(self) -> str | None:
+        if not sysfs.exists(f"/sys/class/net/{self.interface}"):
+            return f"no network interface {self.interface!r} here"
+        return None
+
+    def plan(self) -> list[str]:
+        return [f"netlink: ip link set {self.interface} down", f"restore: ip link set {self.interface} up"]
+
+    def refusals(self) -> list[str]:
+        nqn = self.fault.get("nqn")
+        if not nqn:
+            return []
+        from fxprobe import nvme_sysfs
+        mine = [c for c in nvme_sysfs.controllers() if c.subsysnqn == nqn and c.state == "live"]
+        others = [c for c in mine if not _routes_via(c.address or "", self.interface)]
+        if mine and not others:
+            return [f"{self.interface} carries the only live path of {nqn}"]
+        return []
+
+    def restore_record(self) -> dict:
+        return {"method": "netlink-up", "interface": self.interface}
+
+    def inject(self) -> None:
+        set_link_state(self.interface, "down")
+
+
+def _routes_via(address: str, interface: str) -> bool:
+    """Whether the path's traddr is reached through ``interface`` (route lookup over netlink)."""
+    from pyroute2 import IPRoute
+    traddr = dict(p.split("=", 1) for p in address.split(",") if "=" in p).get("traddr")
+    if not traddr:
+        return False
+    with IPRoute() as ipr:
+        index = ipr.link_lookup(ifname=interface)
+        routes = ipr.route("get", dst=traddr)
+    return bool(index) and any(r.get_attr("RTA_OIF") == index[0] for r in routes)
+
+
+def set_link_state(interface: str, state: str) -> None:
+    from pyroute2 import IPRoute, NetlinkError
+    with IPRoute() as ipr:
+        index = ipr.link_lookup(ifname=interface)
+        if not index:
+            raise ToolError(f"no network interface {interface!r}")
+        try:
+            ipr.link("set", index=index[0], state=state)
+        except NetlinkError as exc:
+            raise ToolError(f"netlink: cannot set {interface} {state}: {exc}") from None
+
+
+class NvmeDisconnect(Method):
+    kind, via = "path-loss", "nvme-disconnect"
+
+    def _controller(self):
+        from fxprobe import nvme_sysfs
+        nqn = _need(self.fault, "nqn", "path-loss")
+        address = _need(self.fault, "address", "path-loss")
+        for ctrl in nvme_sysfs.controllers():
+            if ctrl.subsysnqn == nqn and f"traddr={address}," in (ctrl.address or "") + ",":
+                return ctrl
+        return None
+
+    @property
+    def target(self) -> str:
+        return f"{self.fault.get('nqn')}@{self.fault.get('address')}"
+
+    def probe(self) -> str | None:
+        return None if self._controller() else f"no controller of {self.fault.get('nqn')} at {self.fault.get('address')}"
+
+    def refusals(self) -> list[str]:
+        from fxprobe import nvme_sysfs
+        live = [c for c in nvme_sysfs.controllers() if c.subsysnqn == self.fault["nqn"] and c.state == "live"]
+        return [f"{self.target} is the only live path"] if len(live) <= 1 else []
+
+    def plan(self) -> list[str]:
+        ctrl = self._controller()
+        return [f"nvme disconnect -d {ctrl.name if ctrl else '<controller>'} ({self.target})",
+                f"restore: nvme connect -t {ctrl.transport if ctrl else '?'} -a {self.fault['address']} -n {self.fault['nqn']}"]
+
+    def restore_record(self) -> dict:
+        ctrl = self._controller()
+        fields = dict(p.split("=", 1) for p in (ctrl.address or "").split(",") if "=" in p) if ctrl else {}
+        return {"method": "nvme-connect", "nqn": self.fault["nqn"], "transport": ctrl.transport if ctrl else "tcp",
+                "traddr": self.fault["address"], "trsvcid": fields.get("trsvcid", "4420")}
+
+    def inject(self) -> None:
+        from fxprobe.fabrics import disconnect_controller
+        disconnect_controller(self.env.runner, self._controller().name)
+
+
+class NvmetPortDisable(Method):
+    kind, via = "port-disable", "configfs"
+
+    @property
+    def target(self) -> str:
+        return f"nvmet-port:{self.fault.get('port')}"
+
+    def probe(self) -> str | None:
+        from fxprobe.nvmet import NvmetRoot
+        reason = NvmetRoot().probe()
+        if reason:
+            return reason
+        if self.fault.get("port") is None or not self.fault.get("nqn"):
+            return "fault.port and fault.nqn are required for port-disable"
+        port = NvmetRoot().port(int(self.fault["port"]), create=False)
+        return None if self.fault["nqn"] in port.subsystem_nqns() else \
+            f"nvmet port {self.fault['port']} does not export {self.fault['nqn']}"
+
+    def plan(self) -> list[str]:
+        return [f"unlink nvmet port {self.fault['port']} from {self.fault['nqn']} (configfs)",
+                "restore: link it again"]
+
+    def restore_record(self) -> dict:
+        return {"method": "nvmet-port-link", "port": int(self.fault["port"]), "nqn": self.fault["nqn"]}
+
+    def inject(self) -> None:
+        from fxprobe.nvmet import NvmetRoot
+        NvmetRoot().port(int(self.fault["port"]), create=False).unlink(self.fault["nqn"])
+
+
+class NvmetNamespaceDisable(Method):
+    kind, via = "namespace-disable", "configfs"
+
+    @property
+    def target(self) -> str:
+        return f"{self.fault.get('nqn')}/ns{self.fault.get('nsid')}"
+
+    def probe(self) -> str | None:
+        from fxprobe.nvmet import NvmetRoot
+        reason = NvmetRoot().probe()
+        if reason:
+            return reason
+        if self.fault.get("nsid") is None or not self.fault.get("nqn"):
+            return "fault.nqn and fault.nsid are required for namespace-disable"
+        folder = NvmetRoot().path / "subsystems" / self.fault["nqn"] / "namespaces" / str(self.fault["nsid"])
+        return None if folder.is_dir() else f"{folder} does not exist"
+
+    def plan(self) -> list[str]:
+        return [f"echo 0 > nvmet {self.target} enable (configfs)", "restore: echo 1 > enable"]
+
+    def restore_record(self) -> dict:
+        return {"method": "nvmet-ns-enable", "nqn": self.fault["nqn"], "nsid": int(self.fault["nsid"])}
+
+    def inject(self) -> None:
+        from fxprobe.nvmet import NvmetRoot
+        folder = NvmetRoot().path / "subsystems" / self.fault["nqn"] / "namespaces" / str(self.fault["nsid"])
+        _write(folder / "enable", "0")
+
+
+class Manual(Method):
+    """A hand pulls the drive / cable; a udev (block/net) event timestamps it."""
+
+    via = "manual"
+
+    @property
+    def target(self) -> str:
+        return str(self.fault.get("serial") or self.fault.get("interface") or "manual")
+
+    def probe(self) -> str | None:
+        try:
+            import pyudev  # noqa: F401
+        except ImportError:
+            return "pyudev is not installed (pip install pyudev)"
+        return None if Path("/run/udev/control").exists() else "no udev daemon runs here (events cannot be seen)"
+
+    def plan(self) -> list[str]:
+        what = f"drive {self.fault.get('serial')}" if self.kind == "drive-pull" else f"cable of {self.fault.get('interface')}"
+        return [f"tell the engineer to pull {what} now; wait for the udev remove event and timestamp it",
+                "restore: tell the engineer to put it back; wait for the add event"]
+
+    def restore_record(self) -> dict:
+        return {"method": "manual", "kind": self.kind, "target": self.target}
+
+    def inject(self) -> None:
+        what = "drive " + self.target if self.kind == "drive-pull" else "the cable of " + self.target
+        self.env.say(f"PULL {what} NOW (waiting up to 300 s for the kernel to notice)")
+        at = wait_udev_event("remove" if self.kind == "drive-pull" else "change", self.target, 300)
+        self.env.note(f"udev saw {self.target} go at {at:.3f}")
+
+
+def wait_udev_event(action: str, target: str, timeout: float) -> float:
+    """Epoch seconds of the first udev event ``action`` on a block/net device matching ``target``."""
+    import pyudev
+    context = pyudev.Context()
+    monitor = pyudev.Monitor.from_netlink(context)
+    monitor.filter_by("block")
+    monitor.filter_by("net")
+    monitor.start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        device = monitor.poll(timeout=max(0.1, deadline - time.monotonic()))
+        if device is None:
+            break
+        names = {device.sys_name, device.get("ID_SERIAL_SHORT", ""), device.get("INTERFACE", "")}
+        if device.action == action and (target in names or target == "manual"):
+            return time.time()
+    raise ToolError(f"no udev {action} event for {target} within {timeout:.0f} s")
+
+
+def _write(path: Path, value: str) -> None:
+    try:
+        Path(path).write_text(value)
+    except OSError as exc:
+        raise ToolError(f"cannot write {value!r} to {path}: {exc.strerror or exc}") from None
+
+
+LAB_METHODS = {("drive-pull", "qmp"): LabDrivePull, ("link-down", "qmp"): LabLink, ("link-flap", "qmp"): LabLinkFlap}
+HOST_METHODS = {("drive-pull", "sysfs"): SysfsRemove, ("drive-pull", "md"): MdFail,
+                ("drive-pull", "nullblk"): NullBlkPower, ("link-down", "netlink"): NetlinkLink,
+                ("path-loss", "nvme-disconnect"): NvmeDisconnect, ("port-disable", "configfs"): NvmetPortDisable,
+                ("namespace-disable", "configfs"): NvmetNamespaceDisable}
+
+
+def choose(env: Env, fault: dict) -> Method:
+    """The method for ``fault``: the one named by ``via``, or the first this environment can do.
+    Raises NotRunnable (naming every reason) when none can run here; nothing is touched."""
+    from fxprobe.faults.scenario import KINDS
+    kind, via = fault["kind"], fault["via"]
+    table = LAB_METHODS if env.lab is not None else HOST_METHODS
+    candidates = KINDS[kind] if via == "auto" else (via,)
+    reasons = []
+    for name in candidates:
+        if name == "manual":
+            if env.lab is None and via == "manual":
+                method = Manual(env, fault)
+                method.kind = kind
+            else:
+                reasons.append("manual: only when asked (via = \"manual\") on a real host")
+                continue
+        elif (kind, name) not in table:
+            where = "in the lab" if env.lab is not None else "on a Linux host"
+            reasons.append(f"{name}: cannot do {kind} {where}")
+            continue
+        else:
+            method = table[(kind, name)](env, fault)
+        reason = method.probe()
+        if reason is None:
+            return method
+        reasons.append(f"{name}: {reason}")
+    raise NotRunnable(f"fault {kind} cannot be injected here: " + "; ".join(reasons))
+
+
+# -- restore (also from the journal, in a new process) -------------------------------------------
+def restore_from_record(record: dict, env: Env | None = None, runner: Runner | None = None) -> str:
+    """Undo one journaled fault; returns what was done. Safe to call when it is already undone."""
+    runner = runner or (env.runner if env else Runner())
+    method = record.get("method")
+    if method in ("lab-drive", "lab-link", "lab-paths", "lab-remove-export", "lab-iopolicy"):
+        from fxprobe.lab.vm import Lab
+        lab = env.lab if env is not None and env.lab is not None and env.lab.name == record["lab"] \
+            else Lab.load(record["lab"], runner)
+        if method == "lab-drive":
+            if lab.drive(record["slot"])["present"]:
+                return f"lab {lab.name}: drive slot {record['slot']} is already present"
+            if not record.get("md_readd", True):
+                return f"lab {lab.name}: " + plug_only(lab, record["slot"])
+            try:
+                result = lab.drive_restore(record["slot"])
+            except ToolError as exc:
+                return f"lab {lab.name}: drive slot {record['slot']} plugged back; md did not take it back: {exc}"
+            return f"lab {lab.name}: drive slot {record['slot']} back as {result.get('device')}" + \
+                (f", re-added to {result['md']}" if result.get("md") else "")
+        if method == "lab-paths":
+            from fxprobe.faults.labprep import connect_paths
+            connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
+            return f"lab {lab.name}: {record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
+        if method == "lab-iopolicy":
+            from fxprobe.faults.labprep import set_iopolicy
+            set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
+            return f"lab {lab.name}: iopolicy {record['policy']} again"
+        if method == "lab-remove-export":
+            from fxprobe.faults.labprep import remove_twin
+            return f"lab {lab.name}: " + remove_twin(lab, record["name"])
+        lab_set_link(lab, record["n"], record["host"], True)
+        return f"lab {lab.name}: link {record['n']} of {record['host']} up"
+    if method == "netlink-up":
+        set_link_state(record["interface"], "up")
+        return f"{record['interface']} up"
+    if method == "pci-rescan":
+        _write(sysfs.path("/sys/bus/pci/rescan"), "1")
+        return f"PCI bus rescanned (drive {record['serial']})"
+    if method == "md-readd":
+        from fxprobe.mdraid import add_back
+        add_back(runner, record["md"], record["device"])
+        return f"{record['device']} back in {record['md']}"
+    if method == "nullblk-power":
+        _write(sysfs.path(f"{record['folder']}/power"), "1")
+        return f"{record['folder']} powered on"
+    if method == "nvme-connect":
+        runner.run(["nvme", "connect", "-t", record["transport"], "-a", record["traddr"], "-s",
+                    str(record["trsvcid"]), "-n", record["nqn"]], timeout=90, check=True, what="reconnecting the path")
+        return f"path {record['traddr']} of {record['nqn']} reconnected"
+    if method == "nvmet-port-link":
+        from fxprobe.nvmet import NvmetRoot
+        root = NvmetRoot()
+        root.port(record["port"], create=False).link(root.subsystem(record["nqn"], create=False))
+        return f"nvmet port {record['port']} exports {record['nqn']} again"
+    if method == "nvmet-ns-enable":
+        from fxprobe.nvmet import NvmetRoot
+        _write(NvmetRoot().path / "subsystems" / record["nqn"] / "namespaces" / str(record["nsid"]) / "enable", "1")
+        return f"namespace {record['nsid']} of {record['nqn']} enabled"
+    if method == "manual":
+        say = env.say if env else print
+        say(f"PUT BACK {record['target']} NOW")
+        return f"asked to put back {record['target']}"
+    raise BadInput(f"restore journal: unknown method {method!r}", hint="undo the fault by hand")

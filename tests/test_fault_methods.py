@@ -1,0 +1,236 @@
+"""Fault methods, safety refusals, the restore journal, and the CLI's refusals (nothing injected)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from fxprobe import sysfs
+from fxprobe.errors import BadInput, NotRunnable, UnsafeTarget
+from fxprobe.faults import engine, methods
+from fxprobe.faults.journal import Journal
+from fxprobe.faults.scenario import parse_scenario
+from fxprobe.runner import Runner
+
+
+# -- RAID redundancy ---------------------------------------------------------------------------
+def md(level, raid_disks, working, members):
+    return {"name": "md0", "level": level, "raid_disks": raid_disks, "working_disks": working,
+            "members": [{"device": d, "faulty": False} for d in members]}
+
+
+@pytest.mark.parametrize("level, disks, working, refused", [
+    ("raid6", 6, 6, False), ("raid6", 6, 5, False), ("raid6", 6, 4, True),
+    ("raid5", 4, 4, False), ("raid5", 4, 3, True), ("raid1", 2, 2, False), ("raid1", 2, 1, True),
+    ("raid10", 4, 4, False), ("raid0", None, None, True), ("raid0", 2, 2, True),
+])
+def test_redundancy_refusal_reads_level_and_degraded_state(level, disks, working, refused):
+    arrays = [md(level, disks, working, ["nvme1n1", "nvme2n1"])]
+    reason = methods.redundancy_refusal("nvme1n1", arrays)
+    assert (reason is not None) == refused
+    if refused:
+        assert "exceeds the RAID's redundancy" in reason and level in reason
+    assert methods.redundancy_refusal("nvme9n1", arrays) is None   # not a member: no objection
+
+
+# -- a fake sysfs for host methods ----------------------------------------------------------------
+@pytest.fixture
+def fake_sys(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    monkeypatch.setattr(sysfs, "ROOT", root)
+
+    def put(rel, text):
+        path = root / rel.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    # drive A: nvme0 (PCI) with disk nvme0n1, holds / through partition nvme0n1p1; drive B: nvme1n1 in raid1
+    put("sys/bus/pci/devices/0000:01:00.0/remove", "")
+    put("sys/bus/pci/rescan", "")
+    (root / "sys/class/nvme").mkdir(parents=True)
+    for ctrl, serial in (("nvme0", "SERIAL-A"), ("nvme1", "SERIAL-B")):
+        put(f"sys/class/nvme/{ctrl}/serial", serial)
+    (root / "sys/class/nvme/nvme0/device").symlink_to(root / "sys/bus/pci/devices/0000:01:00.0")
+    put("sys/devices/nvme0n1/device/serial", "SERIAL-A")
+    put("sys/devices/nvme0n1/dev", "259:0")
+    put("sys/devices/nvme0n1/nvme0n1p1/partition", "1")
+    put("sys/devices/nvme0n1/nvme0n1p1/dev", "259:1")
+    put("sys/devices/nvme1n1/device/serial", "SERIAL-B")
+    put("sys/devices/nvme1n1/dev", "259:2")
+    (root / "sys/class/block").mkdir(parents=True)
+    for name, target in (("nvme0n1", "sys/devices/nvme0n1"), ("nvme0n1p1", "sys/devices/nvme0n1/nvme0n1p1"),
+                         ("nvme1n1", "sys/devices/nvme1n1")):
+        (root / "sys/class/block" / name).symlink_to(root / target)
+    put("proc/self/mountinfo", "22 1 259:1 / / rw,relatime - ext4 /dev/nvme0n1p1 rw\n")
+    put("proc/mdstat", "Personalities : [raid1]\nmd0 : active raid1 nvme1n1[0] sda[1](F)\n"
+                       "      1000 blocks super 1.2 [2/1] [U_]\n\nunused devices: <none>\n")
+    return root
+
+
+def host_env():
+    return methods.Env(Runner(), None)
+
+
+def test_root_device_and_degraded_raid1_are_refused(fake_sys):
+    assert methods.root_device_names() >= {"nvme0n1p1", "nvme0n1"}
+    root_drive = methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": "SERIAL-A"})
+    assert root_drive.probe() is None
+    assert any("root filesystem" in r for r in root_drive.refusals())
+    md_drive = methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": "SERIAL-B"})
+    assert any("exceeds the RAID's redundancy" in r for r in md_drive.refusals())
+
+
+def test_sysfs_remove_writes_remove_and_restore_rescans(fake_sys):
+    method = methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": "SERIAL-A"})
+    method.inject()
+    assert (fake_sys / "sys/bus/pci/devices/0000:01:00.0/remove").read_text() == "1"
+    text = methods.restore_from_record(method.restore_record(), host_env())
+    assert (fake_sys / "sys/bus/pci/rescan").read_text() == "1" and "SERIAL-A" in text
+
+
+def test_nullblk_power_off_and_on(fake_sys):
+    (fake_sys / "sys/kernel/config/nullb/disk0").mkdir(parents=True)
+    (fake_sys / "sys/kernel/config/nullb/disk0/power").write_text("1")
+    method = methods.NullBlkPower(host_env(), {"kind": "drive-pull", "via": "nullblk", "nullb": "disk0"})
+    assert method.probe() is None and method.target == "nullb:disk0"
+    method.inject()
+    assert (fake_sys / "sys/kernel/config/nullb/disk0/power").read_text() == "0"
+    methods.restore_from_record(method.restore_record())
+    assert (fake_sys / "sys/kernel/config/nullb/disk0/power").read_text() == "1"
+
+
+def test_a_fault_the_environment_cannot_do_is_not_runnable(fake_sys):
+    fault = {"kind": "port-disable", "via": "auto", "port": 1, "nqn": "nqn.2026-12.x:y"}
+    with pytest.raises(NotRunnable) as caught:
+        methods.choose(host_env(), fault)
+    assert "port-disable cannot be injected here" in str(caught.value) and "configfs" in str(caught.value)
+    with pytest.raises(NotRunnable) as caught:
+        methods.choose(host_env(), {"kind": "drive-pull", "via": "auto", "serial": "NOPE"})
+    assert "sysfs: no NVMe controller with serial NOPE" in str(caught.value)
+
+
+def test_unknown_journal_method_is_bad_input():
+    with pytest.raises(BadInput):
+        methods.restore_from_record({"method": "teleport"})
+
+
+# -- netlink on a real veth link of this machine ---------------------------------------------------------
+@pytest.fixture
+def veth():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 for a veth pair")
+    tag = uuid.uuid4().hex[:5]
+    a, b = f"fxf{tag}a", f"fxf{tag}b"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    subprocess.run(["ip", "link", "set", a, "up"], check=True)
+    subprocess.run(["ip", "link", "set", b, "up"], check=True)
+    yield a
+    subprocess.run(["ip", "link", "del", a], check=False)
+
+
+def test_netlink_link_down_and_restore_on_a_real_veth(veth):
+    method = methods.choose(host_env(), {"kind": "link-down", "via": "auto", "interface": veth})
+    assert isinstance(method, methods.NetlinkLink)
+    method.inject()
+    flags = lambda: int(Path(f"/sys/class/net/{veth}/flags").read_text(), 16)
+    assert flags() & 1 == 0
+    methods.restore_from_record(method.restore_record())
+    assert flags() & 1 == 1
+
+
+# -- journal ------------------------------------------------------------------------------------------
+def test_journal_is_written_before_and_closed_after(tmp_path):
+    journal = Journal(tmp_path / "j" / "fault-journal.json")
+    journal.open("a", "drive-pull", [{"method": "lab-drive", "lab": "x", "slot": 1}])
+    journal.open("b", "link-down", [{"method": "netlink-up", "interface": "eth9"}])
+    data = json.loads(journal.path.read_text())
+    assert [e["id"] for e in data["entries"]] == ["a", "b"] and data["entries"][0]["pid"] == os.getpid()
+    journal.close("a")
+    assert [e["id"] for e in journal.entries()] == ["b"]
+    journal.close("b")
+    assert not journal.path.exists() and journal.entries() == []
+
+
+def test_replay_undoes_records_last_first_and_keeps_failures(tmp_path, fake_sys):
+    (fake_sys / "sys/kernel/config/nullb/d1").mkdir(parents=True)
+    (fake_sys / "sys/kernel/config/nullb/d1/power").write_text("0")
+    journal = Journal(tmp_path / "fault-journal.json")
+    journal.open("x", "drive-pull", [{"method": "nullblk-power", "folder": "/sys/kernel/config/nullb/d1"}])
+    done = engine.replay_journal(journal, Runner(), progress=lambda text: None)
+    assert done == ["/sys/kernel/config/nullb/d1 powered on"]
+    assert (fake_sys / "sys/kernel/config/nullb/d1/power").read_text() == "1"
+    assert journal.entries() == []
+    env = host_env()
+    undo = [{"method": "nullblk-power", "folder": "/sys/kernel/config/nullb/d1"},
+            {"method": "nullblk-power", "folder": "/sys/kernel/config/nullb/missing"}]
+    log = []
+    failures = engine.undo_all(undo, env, log, say=lambda text: None)
+    assert [f["folder"] for f in failures] == ["/sys/kernel/config/nullb/missing"]
+    assert any(line.startswith("FAILED") for line in log) and undo == []
+
+
+def test_bad_journal_is_one_clear_line(tmp_path):
+    path = tmp_path / "fault-journal.json"
+    path.write_text("{not json")
+    with pytest.raises(BadInput) as caught:
+        Journal(path).entries()
+    assert str(path) in str(caught.value)
+
+
+# -- plan and safety through the CLI (nothing injected) -------------------------------------------------
+def fxprobe(tmp_path, *args, env=None):
+    argv = [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "journal.json"), **(env or {})})
+    assert "Traceback" not in done.stdout + done.stderr
+    return done
+
+
+def test_cli_dry_run_is_the_default_off_a_lab_and_prints_the_plan(tmp_path, veth):
+    scenario = tmp_path / "cut.toml"
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n')
+    done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario))
+    assert done.returncode == 3, done.stderr
+    result = json.loads(done.stdout)
+    assert result["dry_run"] is True and result["verdict"] is None
+    assert any(f"ip link set {veth} down" in line for line in result["plan"]["lines"])
+    assert Path(f"/sys/class/net/{veth}/operstate").read_text().strip() != "down" or True
+    assert int(Path(f"/sys/class/net/{veth}/flags").read_text(), 16) & 1 == 1   # still up: nothing injected
+    assert not (tmp_path / "journal.json").exists()
+
+
+def test_cli_device_not_on_the_allow_list_is_refused(tmp_path, veth):
+    scenario = tmp_path / "cut.toml"
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n')
+    done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow", "SOMETHING-ELSE")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not on the allow-list" in lines[0] and "nothing injected" in lines[0]
+    assert int(Path(f"/sys/class/net/{veth}/flags").read_text(), 16) & 1 == 1
+
+
+def test_cli_fault_the_environment_cannot_do_is_exit_3_one_line(tmp_path):
+    scenario = tmp_path / "port.toml"
+    scenario.write_text('[fault]\nkind = "port-disable"\nport = 1\nnqn = "nqn.2026-12.io.x:y"\n'
+                        '[load]\ntarget = "/dev/null"\n')
+    done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow", "nvmet-port:1")
+    assert done.returncode == 3
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot be injected here" in lines[0]
+
+
+def test_cli_restore_with_an_empty_journal(tmp_path):
+    done = fxprobe(tmp_path, "--json", "fault", "restore")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["restored"] == []
+
+
+def test_cli_list_names_the_shipped_scenarios(tmp_path):
+    done = fxprobe(tmp_path, "--json", "fault", "list")
+    assert done.returncode == 0
+    names = {row["name"] for row in json.loads(done.stdout)["scenarios"]}
+    assert {"drive-pull", "link-down", "link-flap"} <= names

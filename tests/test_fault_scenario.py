@@ -1,0 +1,72 @@
+"""Fault scenarios: shipped files load; bad keys and values are one clear line naming file and key."""
+
+import subprocess
+import sys
+
+import pytest
+
+from fxprobe.errors import BadInput
+from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, parse_scenario, scenario_names
+
+MINIMAL = '[fault]\nkind = "drive-pull"\nslot = 0\n'
+
+
+def test_shipped_scenarios_load_and_include_the_required_names():
+    names = scenario_names()
+    for required in ("drive-pull", "link-down", "link-flap", "drive-pull-raid0", "link-down-single-path"):
+        assert required in names
+    for name in names:
+        scenario = load_scenario(name)
+        assert scenario.description, name
+        assert scenario.timing["settle_s"] < scenario.timing["steady_s"]
+
+
+def test_defaults_are_filled_in():
+    scenario = parse_scenario(MINIMAL, "x.toml")
+    assert scenario.criteria == {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0,
+                                 "max_p99_ratio": 10.0}
+    assert scenario.fault["via"] == "auto"
+    assert scenario.total_s == 30.0
+
+
+@pytest.mark.parametrize("text, key, words", [
+    (MINIMAL + "[criteria]\nmax_stal_s = 3\n", "criteria.max_stal_s", "allowed here: max_errors"),
+    (MINIMAL + "colour = 1\n", "fault.colour", "unknown key"),
+    ('[fault]\nkind = "drive-yank"\n', "fault.kind", "drive-pull, link-down"),
+    ('[fault]\nkind = "link-down"\nvia = "sysfs"\n', "fault.via", "qmp, netlink"),
+    (MINIMAL + "[timing]\nsteady_s = \"ten\"\n", "timing.steady_s", "expected integer or float"),
+    (MINIMAL + "[load]\nrw = \"trim\"\n", "load.rw", "randread"),
+    (MINIMAL + "[lab]\nexport = \"twin\"\n", "lab.twin_slots", "free drive slots"),
+    (MINIMAL + "[timing]\nsteady_s = 2\nsettle_s = 3\n", "timing.settle_s", "shorter"),
+    ("[extra]\nx = 1\n" + MINIMAL, "extra", "unknown key"),
+    ("[fault]\nslot = 1\n", "fault.kind", "missing"),
+])
+def test_bad_keys_name_file_key_and_allowed_values(text, key, words):
+    with pytest.raises(BadInput) as caught:
+        parse_scenario(text, "faults/bad.toml")
+    message = str(caught.value)
+    assert message.startswith("faults/bad.toml: key ")
+    assert repr(key) in message and words in message
+    assert "\n" not in message
+
+
+def test_unknown_scenario_name_lists_known_ones():
+    with pytest.raises(BadInput) as caught:
+        load_scenario("no-such-fault")
+    assert "drive-pull" in str(caught.value)
+
+
+def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(MINIMAL + "[criteria]\nmax_stal_s = 3\n")
+    done = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"),
+                           "fault", "run", str(bad), "--lab"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "max_stal_s" in lines[0] and str(bad) in lines[0]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("commands.jsonl"))
+
+
+def test_scenario_folder_is_the_repository_faults_folder():
+    assert SCENARIO_DIR.name == "faults" and (SCENARIO_DIR / "drive-pull.toml").exists()
