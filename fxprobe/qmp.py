@@ -35,7 +35,10 @@ class Qmp:
 
     def __exit__(self, *exc) -> None:
         if self._monitor is not None:
-            self._monitor.close()
+            try:
+                self._monitor.close()
+            except (OSError, QMPError, EOFError):
+                pass  # the peer is already gone (after quit): nothing left to close
             self._monitor = None
 
     def command(self, name: str, **arguments):
@@ -43,6 +46,10 @@ class Qmp:
         try:
             reply = self._monitor.cmd_obj({"execute": name, "arguments": arguments} if arguments
                                           else {"execute": name})
+        except EOFError:
+            if name == "quit":  # QEMU closes the socket as it exits: that is the answer
+                return {}
+            raise ToolError(f"QMP {self.socket_path}: {name}: QEMU closed the connection") from None
         except (OSError, QMPError) as exc:
             raise ToolError(f"QMP {self.socket_path}: {name}: {exc}") from None
         if "error" in reply:
@@ -58,7 +65,7 @@ class Qmp:
         while time.monotonic() < deadline:
             try:
                 event = self._monitor.pull_event(wait=max(0.1, deadline - time.monotonic()))
-            except (OSError, QMPError, TimeoutError):
+            except (OSError, QMPError, TimeoutError, EOFError):
                 return None
             if event and event.get("event") == name and all(
                     event.get("data", {}).get(k) == v for k, v in (match or {}).items()):
