@@ -174,3 +174,11 @@ def test_a_fault_run_shows_its_criteria(tmp_path):
     (verdict,) = read_run(run).verdicts
     assert verdict.name == "fault run (visible)"
     assert [c.outcome.value for c in verdict.criteria] == ["fail", "error"]
+
+
+def test_gate_table_holds_only_gate_verdicts(bundle):
+    md = (bundle[0] / "report.md").read_text()
+    table = md.split("## Gate table", 1)[1].split("\n\n")[1]
+    assert "| G3 main joint test | FAIL |" in table
+    assert all(line.startswith(("| gate", "| ---", "| G")) for line in table.splitlines())
+    assert bundle[2].outcome_rows == (("G3 main joint test", "fail"),)

@@ -10,7 +10,7 @@ from fxprobe.errors import BadInput
 from fxprobe.report import plots
 from fxprobe.report.bundle import write_manifest
 from fxprobe.report.collect import RunView, read_run, soak_series
-from fxprobe.report.render import html_page, junit_xml, markdown
+from fxprobe.report.render import gate_verdicts, html_page, junit_xml, markdown
 from fxprobe.rundir import utc_stamp
 
 
@@ -72,5 +72,5 @@ def build_report(run_paths: list[Path], out: Path, private_key: Path | None = No
     (out / "report.html").write_text(html_page(title, runs, figures, created))
     (out / "junit.xml").write_text(junit_xml(runs))
     manifest = write_manifest(out, private_key)
-    rows = tuple((v.name, v.outcome.value) for run in runs for v in run.verdicts)
+    rows = tuple((v.name, v.outcome.value) for v in gate_verdicts(runs))
     return BuiltReport(out, tuple(r.name for r in runs), len(manifest["files"]), manifest["signer"], rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import shlex
 from xml.etree import ElementTree
 
@@ -23,6 +24,14 @@ HEADER = ["outcome", "criterion", "measured", "threshold", "margin", "detail", "
 
 def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
+
+
+GATE_NAME = re.compile(r"^G[1-4] ")
+
+
+def gate_verdicts(runs: list[RunView]) -> list[Verdict]:
+    """The gate table: verdicts named "G1 ..." to "G4 ..." (a run's own verdict is shown with the run)."""
+    return [v for run in runs for v in run.verdicts if GATE_NAME.match(v.name)]
 
 
 def gate_table(verdicts: list[Verdict]) -> list[list[str]]:
@@ -55,7 +64,7 @@ def _evidence_html(run: RunView, text: str) -> str:
 
 
 def markdown(title: str, runs: list[RunView], plots: dict[str, bytes], created: str) -> str:
-    verdicts = [v for run in runs for v in run.verdicts]
+    verdicts = gate_verdicts(runs)
     lines = [f"# {title}", "", f"Created {created}. Evidence: `evidence/` (hashes in `manifest.json`).", ""]
     if verdicts:
         lines += ["## Gate table", "", _md_row(["gate", "outcome", "criteria", "reason"]), _md_row(["---"] * 4)]
@@ -103,7 +112,7 @@ tr.does-not-hold td:first-child{color:#c62828;font-weight:bold}img{max-width:100
 
 
 def html_page(title: str, runs: list[RunView], plots: dict[str, bytes], created: str) -> str:
-    verdicts = [v for run in runs for v in run.verdicts]
+    verdicts = gate_verdicts(runs)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
              f"<p>Created {html.escape(created)}. Evidence in <code>evidence/</code>, hashes in "
