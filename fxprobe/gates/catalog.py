@@ -23,6 +23,8 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
       ``impact.errors`` (I/O errors seen by the workload) <= g4.fault_visible_errors_max
       the run's own ``outcome`` == pass (the fault engine's "invisible" verdict: errors,
       stall, throughput and p99 in the fault window)
+    runs with ``command`` "report verify": ``outcome`` == pass (every hash and the Ed25519
+      signature of the joint-test report checked; ``verification.key_source`` says which key)
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ BASELINE = Requirement("baseline comparison run",
 LINE_EFFICIENCY = Requirement("line-efficiency run", "fxprobe line-efficiency PEER",
                               commands=("line-efficiency",), has_field="summary.line_efficiency")
 SOAK = Requirement("soak run", "fxprobe soak PROFILE --duration 72h", commands=("soak",))
+REPORT_VERIFY = Requirement("verification of the signed joint-test report",
+                            "fxprobe report verify REPORT --public-key SIGNER.pub", commands=("report verify",))
 LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")
 DRIVE_FAULT = Requirement("drive-pull fault run", "fxprobe fault run SCENARIO (kind drive-pull)",
                           commands=("fault run",), where=(("plan.kind", "drive-pull"),), unless=(("dry_run", True),))
@@ -101,6 +105,9 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     Check("link cut: I/O errors seen by the workload", LINK_FAULT, "impact.errors", "<=",
           "fault_visible_errors_max"),
     OutcomeCheck("link cut invisible to the workload", LINK_FAULT),
+    OutcomeCheck("signed joint-test report verified", REPORT_VERIFY,
+                 context=(("report", "verification.folder"), ("signer", "verification.signer"),
+                          ("key from", "verification.key_source"))),
 ))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}

@@ -219,6 +219,11 @@ class OutcomeCheck:
 
     name: str
     requirement: Requirement
+    context: tuple[tuple, ...] = ()
+
+    def _context(self, run: RunRecord) -> list[str]:
+        return [f"{label} {run.get(dotted)}" for label, dotted, *_ in self.context
+                if run.get(dotted, None) is not None]
 
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
         runs = evidence.matching(self.requirement)
@@ -236,8 +241,8 @@ class OutcomeCheck:
                                           "results.json has no valid 'outcome'", run.evidence))
                 continue
             reason = run.results.get("reason") or lookup(run.results, "verdict.reason", "")
-            criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "",
-                                      reason if isinstance(reason, str) else "", run.evidence))
+            detail = ", ".join(filter(None, [reason if isinstance(reason, str) else ""] + self._context(run)))
+            criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence))
         return criteria
 
 
