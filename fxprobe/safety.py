@@ -208,9 +208,9 @@ def _check_block(path: str, name: str, destructive: bool, allow: tuple[str, ...]
     checks = [Check("exists", True, f"block device {name}, {view.size_bytes(name) or 0:,} B")]
     root = [m for m in mounted if m[0] == "/"]
     checks.append(Check("root filesystem", not root,
-                        f"{root[0][1]} holds / " if root else "does not hold /"))
+                        f"{root[0][1]} holds /" if root else "does not hold /"))
     checks.append(Check("mounted", not mounted,
-                        "mounted: " + ", ".join(f"{dev} on {point}" for point, dev in mounted)
+                        ", ".join(f"{dev} on {point}" for point, dev in mounted)
                         if mounted else "not mounted"))
     holders = view.holders(name)
     checks.append(Check("holders", not holders,

@@ -227,7 +227,8 @@ def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_
 
 # --------------------------------------------------------------------------- the run
 def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: tuple[str, ...],
-                   view: SystemView | None, runner: Runner | None = None) -> tuple[Target, TargetCheck]:
+                   view: SystemView | None, runner: Runner | None = None,
+                   strict: bool = True) -> tuple[Target, TargetCheck]:
     """Check the target on every node before anything touches it (a remote node answers the
     same sysfs/mountinfo questions over its host); BadInput/UnsafeTarget when it cannot be used.
     Returns the first node's check."""
@@ -242,7 +243,10 @@ def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: 
         check = check_target(target, destructive=is_block or d.writes, allow=allow, view=node_view)
         if not check.safe and not local:
             check = replace(check, path=f"{node.name}:{target}")
-        check.require_safe()
+        if strict or check.safe:
+            check.require_safe()
+        else:
+            return Target(target, is_block), check   # dry run: show the refusal
         checks.append(check)
         if is_block:
             need = region_bytes(d)
@@ -361,14 +365,16 @@ def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | Non
              repeats: int | None = None, scale: float = 1.0, max_bytes: int | None = None,
              runtime: float | None = None, ramp: float | None = None, overrides: dict | None = None,
              allow: tuple[str, ...] = (), view: SystemView | None = None,
-             runner: Runner | None = None) -> Plan:
-    """Derive the job and check the target; nothing is written anywhere."""
+             runner: Runner | None = None, strict: bool = True) -> Plan:
+    """Derive the job and check the target; nothing is written anywhere. With strict=False a
+    refused target is returned in the plan (for --dry-run) instead of raising."""
     if isinstance(profile, str):
         profile = load_profile(profile)
     d = derive(profile, scale=scale, max_bytes=max_bytes, runtime=runtime, ramp=ramp,
                repeats=repeats, overrides=overrides)
     node_list = tuple(nodes) if nodes else (Node(LOCAL, "local"),)
-    the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner)
+    the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner,
+                                       strict=strict)
     return Plan(d, the_target, check, node_list, job_text(d, the_target, mode="layout"),
                 job_text(d, the_target))
 

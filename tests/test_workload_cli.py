@@ -112,6 +112,7 @@ def test_mounted_root_device_refused_in_dry_run(fxprobe, tmp_path):
     assert done.returncode == 2
     line = one_error_line(done)
     assert "refusing to write to" in line and ("root filesystem" in line or "mounted" in line)
+    assert "REFUSED root filesystem" in done.stdout and "rw=write" in done.stdout   # the checks and the job
 
 
 def test_dry_run_prints_job_and_checks(fxprobe, tmp_path):

@@ -71,8 +71,9 @@ def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_ide
     args = dict(nodes=node_list, repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes),
                 runtime=runtime, ramp=ramp, overrides=overrides, allow=tuple(allow))
     if dry_run:
-        plan = workload.plan_run(name, target, **args)
+        plan = workload.plan_run(name, target, strict=False, **args)
         app.emit(plan.to_dict(), plan.lines() + ["dry run: nothing was written or run"])
+        plan.check.require_safe()   # a refused target still exits 2, after showing why
         return 0
     run_dir = app.new_run("run")
     result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
