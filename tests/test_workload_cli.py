@@ -163,3 +163,15 @@ def test_sweep_finds_a_knee(fxprobe, tmp_path):
     done = fxprobe(tmp_path, "sweep", "small-file-dataset", "--target", str(target), "--vary", "depth=1",
                    "--p99-limit", "5")
     assert done.returncode == 2 and "--vary" in one_error_line(done)
+
+
+def test_nodes_option_builds_local_and_ssh_nodes():
+    from fxprobe.cli.run import parse_nodes
+    from fxprobe.errors import BadInput
+    from fxprobe.hosts import LocalHost, SshHost
+    nodes = parse_nodes("local,local:127.0.0.2,admin@10.0.0.5", 8765, "/k", 2222, "root")
+    assert [n.address for n in nodes] == ["127.0.0.1", "127.0.0.2", "10.0.0.5"]
+    assert isinstance(nodes[0].host, LocalHost) and isinstance(nodes[2].host, SshHost)
+    assert nodes[2].host.user == "admin" and nodes[2].host.port == 2222 and str(nodes[2].host.identity) == "/k"
+    with pytest.raises(BadInput, match="listed twice"):
+        parse_nodes("local,local:127.0.0.1", 8765, None, 22, "root")
