@@ -75,7 +75,8 @@ def job_options(d: Derivation, target: Target, *, mode: str = "measure",
         opts += [("ioengine", engine), ("iodepth", str(d.iodepth if engine == "libaio" else 1)),
                  ("time_based", "1"), ("runtime", f"{d.runtime:g}"), ("ramp_time", f"{d.ramp:g}")]
         if d.writes and not target.block:
-            opts.append(("fallocate", "none"))
+            # fresh files every repeat, as a checkpoint or a KV write-back makes them
+            opts += [("fallocate", "none"), ("unlink", "1")]
     if log_prefix and not layout:
         opts += [("write_bw_log", log_prefix), ("write_iops_log", log_prefix),
                  ("log_avg_msec", str(log_msec)), ("log_unix_epoch", "1")]

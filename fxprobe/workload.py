@@ -419,7 +419,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
     results: list[RepeatResult] = []
     with servers if servers else _null():
         if d.writes:
-            layout = "none (write profile: fio creates the files before timing starts)"
+            layout = ("none (write profile on a device: the region is overwritten)" if the_target.block else
+                      "none (write profile: fio creates fresh files before timing starts and unlinks them after)")
         else:
             progress(f"laying out {human_bytes(d.total_bytes)} on {target} (not timed)")
             started = time.monotonic()
