@@ -195,3 +195,26 @@ def test_resume_of_a_finished_soak_is_refused(tmp_path, capsys):
     (run.path / "results.json").write_text('{"command": "soak"}')
     done = fxprobe(tmp_path, capsys, "soak", "--resume", str(run.path))
     assert done.returncode == 2 and "finished already" in done.stderr
+
+
+def test_resume_after_the_planned_time_marks_the_gap_and_closes_open_interruptions(tmp_path):
+    run = RunDir.create(tmp_path, "soak")
+    config = soak.SoakConfig("small-file-dataset", str(tmp_path), 10.0)
+    m = soak.Monitor(stall_s=5)
+    records = [{"type": "start", "ts": 100.0, "profile": "small-file-dataset", "target": str(tmp_path),
+                "planned_s": 10.0, "stall_s": 5, "sample_s": 10}, {"type": "segment", "seg": 1, "ts": 100.0}]
+    records += m.new_segment(1, 100.0)
+    for t in range(101, 111):
+        records += m.observe(P(t, t - 100))
+    records += m.paths({"nvme1": {"state": "live", "transport": "tcp"}}, {}, 110.5)   # lost, never back
+    (run.path / soak.RECORDS).write_text("".join(json.dumps(r) + "\n" for r in records) + '{"type":"sam')
+    state = {"command": "soak", "config": config.to_dict(), "segments": 1, "baseline_paths": {}, "fio": {}}
+    (run.path / soak.STATE).write_text(json.dumps(state))
+    (run.path / "commands.jsonl").write_text("")
+    loaded_run, loaded = soak.load_state(run.path)
+    summary = soak.Soak(loaded_run, None, soak.SoakConfig.from_dict(loaded["config"]), state=loaded).resume()
+    assert summary.completed and summary.samples == 10 and summary.duration_s == 10.0 and summary.resumes == 1
+    lost, gap = summary.interruptions
+    assert lost.kind == "path-lost" and lost.end is not None and "end not observed" in lost.detail
+    assert gap.kind == "gap" and gap.start == soak.stamp(110.5) and gap.seconds > 0
+    assert soak.read_records(run.path / soak.RECORDS)[:len(records)] == records   # torn line cut, prefix kept
