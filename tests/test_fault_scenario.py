@@ -36,7 +36,7 @@ def test_defaults_are_filled_in():
     ('[fault]\nkind = "link-down"\nvia = "sysfs"\n', "fault.via", "qmp, netlink"),
     (MINIMAL + "[timing]\nsteady_s = \"ten\"\n", "timing.steady_s", "expected integer or float"),
     (MINIMAL + "[load]\nrw = \"trim\"\n", "load.rw", "randread"),
-    (MINIMAL + "[lab]\nexport = \"twin\"\n", "lab.twin_slots", "free drive slots"),
+    (MINIMAL + "[lab]\ntwin_drives = 0\n", "lab.twin_drives", ">= 1"),
     (MINIMAL + "[timing]\nsteady_s = 2\nsettle_s = 3\n", "timing.settle_s", "shorter"),
     ("[extra]\nx = 1\n" + MINIMAL, "extra", "unknown key"),
     ("[fault]\nslot = 1\n", "fault.kind", "missing"),

@@ -75,12 +75,20 @@ def advise(timeouts: dict, stall_s: float | None, live_paths: int, kind: str = "
             try_next["keep_alive_tmo"] = ADVISED["keep_alive_tmo"]
             lines.append(f"try: reconnect with --keep-alive-tmo={ADVISED['keep_alive_tmo']} (notices a dead path "
                          f"sooner; too low risks false resets on a busy target)")
+        elif stall_s is not None and stall_s > 2 * kato:
+            try_next["keep_alive_tmo"] = 1
+            lines.append(f"the stall is longer than 2 x kato ({format_number(2 * kato)} s): the rest is error "
+                         f"recovery (queue teardown, TCP timeouts); try --keep-alive-tmo=1 and watch for false "
+                         f"resets; on real NICs a link-down is seen at once, a silent path only through kato")
         if iopolicy == "numa":
             try_next["iopolicy"] = ADVISED["iopolicy"]
             lines.append("try: echo round-robin > /sys/class/nvme-subsystem/<subsys>/iopolicy "
                          "(both paths carry I/O, so the loss of one is seen at once)")
-        try_next["reconnect_delay"] = ADVISED["reconnect_delay"]
-        lines.append(f"try: --reconnect-delay={ADVISED['reconnect_delay']} (the path comes back sooner after restore)")
+        delays = [d for t in controllers.values() if (d := _num(t.get("reconnect_delay"))) is not None]
+        if not delays or max(delays) > ADVISED["reconnect_delay"]:
+            try_next["reconnect_delay"] = ADVISED["reconnect_delay"]
+            lines.append(f"try: --reconnect-delay={ADVISED['reconnect_delay']} (the path comes back sooner "
+                         f"after restore)")
     else:
         lines.append(f"stall {stall} with a single path: there is no other path to fail over to; I/O waits "
                      f"until the link returns, or fails after fast_io_fail_tmo / ctrl_loss_tmo")

@@ -177,10 +177,17 @@ def criteria(impact: Impact, limits: dict) -> list[Criterion]:
                           limits["min_throughput_pct"], unit="%", evidence="fio iops log"),
         Criterion.compare("p99 latency in fault window / pre-fault p99", impact.p99_ratio, "<=",
                           limits["max_p99_ratio"], unit="x",
-                          detail=(f"{impact.window_p99_ns / 1e6:.3f} ms vs {impact.baseline_p99_ns / 1e6:.3f} ms"
-                                  if impact.p99_ratio is not None else ""), evidence="fio clat histogram log"),
+                          detail=_p99_detail(impact), evidence="fio clat histogram log"),
     ]
     return out
+
+
+def _p99_detail(impact: Impact) -> str:
+    if impact.p99_ratio is not None:
+        return f"{impact.window_p99_ns / 1e6:.3f} ms vs {impact.baseline_p99_ns / 1e6:.3f} ms"
+    if impact.window_p99_ns is None and impact.window_iops == 0:
+        return "no I/O completed in the fault window (see the stall)"
+    return "no latency histogram for the window"
 
 
 def verdict_word(items: list[Criterion]) -> str:

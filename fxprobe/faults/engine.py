@@ -80,7 +80,8 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     if options.lab:
         from fxprobe.lab.vm import Lab
         lab = Lab.load(options.lab, runner)
-    env = methods.Env(runner, lab, load_host=scenario.load["host"], say=options.progress)
+    env = methods.Env(runner, lab, load_host=scenario.load["host"], say=options.progress,
+                      export=scenario.lab["export"])
     if lab is not None:
         lab.guest_name(env.load_host)
         if scenario.lab["export"] == "main" or any(e["name"] == labprep.TWIN for e in lab.state["exports"]):
@@ -173,7 +174,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         offset, offset_err = clock_offset(runner, host)
         log_dir = f"/tmp/fxprobe-fault-{entry_id}"
         runner.run(["mkdir", "-p", log_dir], timeout=30, host=host, check=True, label="logdir")
-        listeners = start_listeners(runner, lab, host, array_host, env.load_host, scenario.total_s + 300, background, say)
+        listeners = start_listeners(runner, lab, host, array_host, env.load_host, scenario.total_s + 90, background, say)
         snapshot = timeline.lab_snapshot(lab, env.load_host, env.nqn) if lab is not None \
             else timeline.local_snapshot(scenario.fault.get("nqn"))
         sampler = timeline.Sampler(snapshot, options.sample_s).start()

@@ -3,8 +3,11 @@ a twin export (e.g. raid0 for the planted fail), the number of paths, and the NV
 
 from __future__ import annotations
 
-from fxprobe.fabrics import ConnectOptions
 from fxprobe.lab.spec import NVME_PORT
+
+# scenario [lab] key -> nvme-cli 2.x connect flag (fast_io_fail_tmo has no flag: written to sysfs)
+CONNECT_FLAGS = {"keep_alive_tmo": "--keep-alive-tmo", "ctrl_loss_tmo": "--ctrl-loss-tmo",
+                 "reconnect_delay": "--reconnect-delay"}
 
 TWIN = "twin"
 
@@ -36,10 +39,19 @@ def export_nqn(lab, which: str) -> str:
     return lab.export(lab.state["exports"][0]["name"] if which == "main" else TWIN)["nqn"]
 
 
+def free_slots(lab) -> list[int]:
+    return [d["slot"] for d in lab.state["drives"] if d["export"] is None and d["present"]]
+
+
 def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
     """Build the twin export if it is not there (its undo is remembered first)."""
     if any(e["name"] == TWIN for e in lab.state["exports"]):
         return False
+    from fxprobe.errors import BadInput
+    busy = [s for s in slots if s not in free_slots(lab)]
+    if busy:
+        raise BadInput(f"lab.twin_slots: slot(s) {busy} are not free in lab {lab.name}",
+                       hint=f"free slots: {free_slots(lab) or 'none'} (or leave twin_slots out)")
     remember({"method": "lab-remove-export", "lab": lab.name, "name": TWIN})
     lab.add_export(level, slots, name=TWIN, connect=True)
     return True
@@ -53,9 +65,9 @@ def controllers_of(lab, host: str, nqn: str) -> list[dict]:
 
 
 def connect_paths(lab, host: str, nqn: str, links: list[int], options: dict, replace: bool = False) -> list[dict]:
-    """Connect ``host`` to ``nqn`` over exactly ``links`` with ``options`` (ConnectOptions fields).
+    """Connect ``host`` to ``nqn`` over exactly ``links`` with ``options`` (scenario [lab] timeout keys).
     ``replace`` disconnects every path first (timeouts such as kato are set at connect time)."""
-    opts = ConnectOptions(**{k: v for k, v in options.items() if k in ConnectOptions.__dataclass_fields__})
+    flags = [f"{CONNECT_FLAGS[k]}={v}" for k, v in options.items() if k in CONNECT_FLAGS]
     transport = lab.export(nqn)["transport"]
     if replace:
         lab.exec(host, ["nvme", "disconnect", "-n", nqn], timeout=60, label="disconnect-paths")
@@ -70,12 +82,13 @@ def connect_paths(lab, host: str, nqn: str, links: list[int], options: dict, rep
         address = lab.link(n, host)["array_ip"]
         if address not in current or replace:
             lab.exec(host, ["nvme", "connect", "-t", transport, "-a", address, "-s", str(NVME_PORT), "-n", nqn,
-                            *opts.argv()], timeout=90, check=True, label=f"connect-link{n}")
+                            *flags], timeout=90, check=True, label=f"connect-link{n}")
     live = wait_paths(lab, host, nqn, len(links))
-    if opts.fast_io_fail_tmo is not None:
+    if options.get("fast_io_fail_tmo") is not None:
+        value = "off" if options["fast_io_fail_tmo"] < 0 else str(options["fast_io_fail_tmo"])
         for path in live:
             lab.exec(host, ["tee", f"/sys/class/nvme/{path['controller']}/fast_io_fail_tmo"],
-                     input=str(opts.fast_io_fail_tmo), timeout=30, check=True, label="fast_io_fail_tmo")
+                     input=value, timeout=30, check=True, label="fast_io_fail_tmo")
     return live
 
 
@@ -109,13 +122,25 @@ def set_iopolicy(lab, host: str, nqn: str, policy: str) -> str | None:
     return None
 
 
+def twin_slots(lab, lab_table: dict) -> list[int]:
+    from fxprobe.errors import BadInput
+    if lab_table["twin_slots"]:
+        return list(lab_table["twin_slots"])
+    free = free_slots(lab)
+    if len(free) < lab_table["twin_drives"]:
+        raise BadInput(f"lab {lab.name} has {len(free)} free drive slot(s), the twin needs {lab_table['twin_drives']}",
+                       hint="start the lab with --raid-drives below --drives")
+    return free[:lab_table["twin_drives"]]
+
+
 def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
     """(nqn, lines saying what was done) for the scenario's [lab] table; ``remember(undo)`` is
     called before each step changes anything (it journals the undo)."""
     done = []
     if lab_table["export"] == "twin":
-        if ensure_twin(lab, lab_table["twin_level"], lab_table["twin_slots"], remember):
-            done.append(f"built twin export: {lab_table['twin_level']} over slots {lab_table['twin_slots']}")
+        slots = twin_slots(lab, lab_table)
+        if ensure_twin(lab, lab_table["twin_level"], slots, remember):
+            done.append(f"built twin export: {lab_table['twin_level']} over slots {slots}")
     nqn = export_nqn(lab, lab_table["export"])
     all_links = [l["n"] for l in lab.links(host)]
     options = {k: lab_table[k] for k in ("keep_alive_tmo", "ctrl_loss_tmo", "reconnect_delay") if lab_table[k] > 0}

@@ -35,6 +35,7 @@ class Env:
     lab: object | None = None
     load_host: str = "host1"
     nqn: str | None = None                 # subsystem the load uses (lab)
+    export: str = "main"                   # lab export the load uses: main or twin
     say: Callable[[str], None] = print     # manual method: tell the engineer
     events: list = field(default_factory=list)   # (epoch s, text) of what was done
 
@@ -113,23 +114,35 @@ class LabDrivePull(Method):
     kind, via = "drive-pull", "qmp"
 
     @property
-    def slot(self) -> int:
-        return int(_need(self.fault, "slot", "drive-pull via qmp"))
+    def slot(self) -> int | None:
+        """fault.slot, else the first drive of the export the load uses (None: not built yet)."""
+        if self.fault.get("slot") is not None:
+            return int(self.fault["slot"])
+        lab = self.env.lab
+        name = lab.state["exports"][0]["name"] if self.env.export == "main" else self.env.export
+        export = next((e for e in lab.state["exports"] if e["name"] == name), None)
+        return export["slots"][0] if export and export["slots"] else None
 
     @property
     def target(self) -> str:
+        if self.slot is None:
+            return f"the first drive of the {self.env.export} export (built at run time)"
         return self.env.lab.drive(self.slot)["serial"]
 
     def plan(self) -> list[str]:
-        return [f"QMP device_del drive{self.slot} (serial {self.target}) in lab {self.env.lab.name}'s array guest, "
-                f"then mdadm --fail/--remove detached",
+        return [f"QMP device_del drive{self.slot if self.slot is not None else '?'} (serial {self.target}) in lab "
+                f"{self.env.lab.name}'s array guest, then mdadm --fail/--remove detached",
                 f"restore: QMP device_add of the same drive, mdadm --re-add (or --add)"]
 
     def probe(self) -> str | None:
+        if self.slot is None:
+            return None
         drive = self.env.lab.drive(self.slot)
         return None if drive["present"] else f"drive slot {self.slot} is already pulled"
 
     def refusals(self) -> list[str]:
+        if self.slot is None:
+            return []
         from fxprobe.faults.labprep import array_view
         info = array_view(self.env.lab)
         serial = self.target

@@ -38,7 +38,8 @@ def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog |
     p99 = p99_series(hist)
     if len(p99):
         ax_lat.step([rel(t) for t in p99.index], p99.values, where="pre", color="tab:purple", label="p99 latency")
-        ax_lat.set_yscale("log")
+        if (p99 > 0).any():
+            ax_lat.set_yscale("log")
     for ax in axes:
         ax.axvspan(rel(inject_ms), rel(restore_ms), color="tab:red", alpha=0.12)
         ax.axvline(rel(inject_ms), color="tab:red", lw=1.5)
@@ -62,7 +63,7 @@ def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog |
         degraded = [sum(1 for v in s["md"].values() if "_" in v) for s in samples]
         ax_paths.step(xs, degraded, where="post", color="tab:gray", label="degraded md arrays")
         ax_paths.legend(loc="upper right", fontsize=8)
-    for event in events:
+    for event in (e for e in events if e.get("source") != "listener"):
         ax_paths.axvline(rel(event["t"] * 1000), color="tab:brown", lw=0.5, alpha=0.5)
     ax_paths.set_ylabel("state")
     ax_paths.set_xlabel("seconds from load start")

@@ -34,7 +34,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     "fault": {
         "kind": ((str,), None, "what breaks: " + ", ".join(KINDS)),
         "via": ((str,), "auto", "how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs"),
-        "slot": ((int,), None, "lab drive slot (drive-pull via qmp)"),
+        "slot": ((int,), None, "lab drive slot (drive-pull via qmp; default: the first drive of the export)"),
         "serial": ((str,), None, "drive serial number (drive-pull on a Linux host)"),
         "md": ((str,), None, "md device holding the drive, e.g. /dev/md0 (via md)"),
         "nullb": ((str,), None, "null_blk configfs name (via nullblk)"),
@@ -70,7 +70,8 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
     "lab": {
         "export": ((str,), "main", "which export carries the load: main, or a twin built for the scenario"),
         "twin_level": ((str,), "raid0", "RAID level of the twin export"),
-        "twin_slots": ((list,), [], "free drive slots the twin is built from"),
+        "twin_slots": ((list,), [], "free drive slots the twin is built from (empty: the first free ones)"),
+        "twin_drives": ((int,), 2, "how many free drives the twin takes when twin_slots is empty"),
         "paths": ((int,), 0, "live paths to keep during the run (0: as connected; 1: drop the others first)"),
         "iopolicy": ((str,), "", "multipath iopolicy to set on the host (numa, round-robin, queue-depth)"),
         "keep_alive_tmo": ((int,), 0, "reconnect the paths with this kato before the run (0: leave as is)"),
@@ -170,8 +171,8 @@ def parse_scenario(text: str, source: str, name: str | None = None) -> Scenario:
         raise _bad(source, "lab.iopolicy", f"unknown {lab['iopolicy']!r}", "numa, round-robin or queue-depth")
     if lab["export"] not in ("main", "twin"):
         raise _bad(source, "lab.export", f"unknown {lab['export']!r}", "main or twin")
-    if lab["export"] == "twin" and not lab["twin_slots"]:
-        raise _bad(source, "lab.twin_slots", "a twin export needs free drive slots, e.g. [6, 7]")
+    if lab["twin_drives"] < 1:
+        raise _bad(source, "lab.twin_drives", "must be >= 1")
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in lab["twin_slots"]):
         raise _bad(source, "lab.twin_slots", "expected a list of integers")
     if not 0 <= lab["paths"] <= 8:

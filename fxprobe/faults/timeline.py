@@ -52,6 +52,8 @@ def local_snapshot(nqn: str | None) -> Callable[[], tuple[dict, dict]]:
 
 
 def md_text(md: dict) -> str:
+    if not md.get("level") or md.get("raid_disks") is None:
+        return f"{md.get('level') or ''} {md.get('state')}".strip()
     text = f"{md.get('level')} [{md.get('raid_disks')}/{md.get('working_disks')}] [{md.get('health')}]"
     if md.get("action"):
         text += f" {md['action']} {md.get('progress')}%"

@@ -1,0 +1,213 @@
+"""Fault injection in the session lab: planted pass and fail twins, timeouts, flap, kill -9 + restore.
+
+Every run goes through the real CLI (``fxprobe fault run ... --lab``) against the session lab and
+restores what it broke. Timings are shortened from the shipped scenarios to keep the suite short;
+the shipped files themselves are what ``fault run`` uses by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fxprobe.faults.scenario import SCENARIO_DIR
+
+pytestmark = pytest.mark.lab
+
+if os.environ.get("FXPROBE_FAULT_TEST_LAB"):
+    @pytest.fixture(scope="module")
+    def lab():
+        """Run against an already running lab (FXPROBE_FAULT_TEST_LAB=<name>) instead of the session lab."""
+        from fxprobe.lab.vm import Lab
+        return Lab.load(os.environ["FXPROBE_FAULT_TEST_LAB"])
+
+FAST = {"timing": {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6}}
+
+
+def toml_text(data: dict) -> str:
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v)
+    lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines += [f"[{section}]"] + [f"{k} = {value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def scenario_file(tmp_path: Path, name: str, **overrides) -> Path:
+    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
+    for section, table in overrides.items():
+        data.setdefault(section, {}).update(table)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(toml_text(data))
+    return path
+
+
+def fxprobe_argv(tmp_path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", *args]
+
+
+def env(tmp_path: Path) -> dict:
+    return {**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")}
+
+
+def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str, timeout: float = 900) -> tuple[int, dict]:
+    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name,
+                                       *extra), capture_output=True, text=True, timeout=timeout, env=env(tmp_path))
+    reload_state(lab)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    assert done.stdout.strip().startswith("{"), done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    check_common(result)
+    return done.returncode, result
+
+
+def reload_state(lab) -> None:
+    """The runs change the lab from other processes: read its state file again."""
+    lab.state = json.loads((lab.folder / "state.json").read_text())
+
+
+def check_common(result: dict) -> None:
+    """Must-show 5 for every run: a PNG timeline, and injection vs first affected sample agree."""
+    png = Path(result["png"])
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    instants = result["instants"]
+    interval = result["impact"]["log_msec"]
+    assert instants["load_start_ms"] < instants["inject_ms"] < instants["restore_ms"]
+    if instants["first_affected_ms"] is not None:
+        # the first affected sample's window (t - L, t] starts within one log interval of the injection
+        window_start = instants["first_affected_ms"] - interval
+        assert abs(window_start - instants["inject_ms"]) <= interval + 1000 * result["clock"]["uncertainty_s"], instants
+    assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
+
+
+def criterion(result: dict, prefix: str) -> dict:
+    return next(c for c in result["criteria"] if c["name"].startswith(prefix))
+
+
+def test_drive_pull_raid6_is_invisible(lab, tmp_path):
+    code, result = run_fault(lab, tmp_path, scenario_file(tmp_path, "drive-pull", **FAST))
+    assert result["verdict"] == "invisible", result["criteria"]
+    assert code == 0
+    assert result["impact"]["errors"] == 0
+    md = [c["md"] for c in result["timeline"]["changes"]]
+    assert any("_" in text for m in md for text in m.values()), md        # md ran degraded meanwhile
+    from fxprobe.faults.labprep import array_view
+    serials = [c["serial"] for c in array_view(lab)["nvme_controllers"]]
+    assert lab.drive(0)["present"] and lab.drive(0)["serial"] in serials
+
+
+def test_drive_pull_raid0_is_visible_with_errors_counted(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "drive-pull-raid0", **FAST)
+    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name),
+                          capture_output=True, text=True, timeout=600, env=env(tmp_path))
+    reload_state(lab)
+    assert done.returncode == 2 and "exceeds the RAID's redundancy" in done.stderr   # refused without the flag
+    assert "twin" not in [e["name"] for e in lab.state["exports"]]                    # and its twin removed again
+    code, result = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    assert result["verdict"] == "visible" and code == 1
+    assert result["impact"]["errors"] > 0
+    assert "I/O errors" in result["failed_criteria"]
+    assert "twin" not in [e["name"] for e in lab.state["exports"]]
+    assert all(d["present"] for d in lab.state["drives"])
+
+
+def test_link_down_two_paths_default_then_advised_timeouts(lab, tmp_path):
+    defaults = scenario_file(tmp_path, "link-down", timing={"steady_s": 8, "settle_s": 2, "fault_s": 22,
+                                                            "recover_s": 6})
+    code, first = run_fault(lab, tmp_path, defaults)
+    stall_default = first["impact"]["longest_stall_s"]
+    print(f"\nlink-down, 2 paths, default timeouts: stall {stall_default} s, verdict {first['verdict']}")
+    assert first["live_paths_before"] == 2
+    assert first["impact"]["errors"] == 0
+    assert first["advice"] and any("kato" in line for line in first["advice"]["lines"])
+    assert first["advice"]["try_next"].get("keep_alive_tmo") == 2
+    tuned_dir = tmp_path / "tuned"
+    tuned_dir.mkdir()
+    tuned = scenario_file(tuned_dir, "link-down-tuned", timing={"steady_s": 8, "settle_s": 2, "fault_s": 12,
+                                                                "recover_s": 6})
+    code2, second = run_fault(lab, tuned_dir, tuned)
+    stall_tuned = second["impact"]["longest_stall_s"]
+    print(f"link-down, 2 paths, advised timeouts: stall {stall_tuned} s, verdict {second['verdict']}")
+    assert all(c.get("kato") == "2" for c in second["timeouts"]["controllers"].values()), second["timeouts"]
+    assert stall_tuned < stall_default
+    # the paths are back as connected at the start (default timeouts) for the next test
+    from fxprobe.faults.labprep import controllers_of
+    paths = controllers_of(lab, "host1", lab.state["exports"][0]["nqn"])
+    assert len([p for p in paths if p["state"] == "live"]) == 2
+
+
+def test_link_down_single_path_is_visible(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "link-down-single-path", **FAST)
+    code, result = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    assert result["verdict"] == "visible" and code == 1
+    assert result["live_paths_before"] == 1
+    assert "longest stall (no completed I/O)" in result["failed_criteria"]
+    assert any("single path" in line for line in result["advice"]["lines"])
+    from fxprobe.faults.labprep import controllers_of
+    assert len(controllers_of(lab, "host1", lab.state["exports"][0]["nqn"])) == 2   # second path back
+
+
+def test_link_flap_for_a_minute_gives_verdict_and_timeline(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 60,
+                                                            "recover_s": 6})
+    code, result = run_fault(lab, tmp_path, scenario)
+    assert result["verdict"] in ("visible", "invisible")
+    assert code == (0 if result["verdict"] == "invisible" else 1)
+    downs = [f for f in result["flaps"] if not f["up"]]
+    assert len(downs) >= 8 and result["flaps"][-1]["up"]
+    assert len(result["timeline"]["changes"]) >= 2
+    print(f"\nlink-flap: verdict {result['verdict']}, stall {result['impact']['longest_stall_s']} s, "
+          f"throughput {result['impact']['throughput_pct']:.1f} %, {len(downs)} cuts")
+    assert all(link["up"] for link in lab.state["links"])
+
+
+def test_kill_9_mid_drive_pull_then_fault_restore(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 30,
+                                                             "recover_s": 4})
+    journal = tmp_path / "fault-journal.json"
+    process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(tmp_path),
+                               start_new_session=True)
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline:
+        if journal.exists() and "lab-drive" in journal.read_text():
+            state = json.loads((lab.folder / "state.json").read_text())
+            if not next(d for d in state["drives"] if d["slot"] == 0)["present"]:
+                break
+        assert process.poll() is None, process.communicate()[1][-2000:]
+        time.sleep(0.5)
+    else:
+        pytest.fail("the drive was never pulled")
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    reload_state(lab)
+    assert not lab.drive(0)["present"]
+    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "restore"), capture_output=True, text=True, timeout=300,
+                          env=env(tmp_path))
+    reload_state(lab)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["restored"], done.stdout
+    assert lab.drive(0)["present"]
+    from fxprobe.faults.labprep import array_view
+    view = array_view(lab)
+    serial = lab.drive(0)["serial"]
+    device = next(c["namespaces"][0] for c in view["nvme_controllers"] if c["serial"] == serial)
+    main = next(m for m in view["md"] if m["level"] == "raid6")
+    assert device in [m["device"] for m in main["members"]]
+    assert main["action"] in ("recovery", "resync") or main["health"] == "U" * main["raid_disks"], main
+    assert not journal.exists()

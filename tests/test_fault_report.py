@@ -1,0 +1,111 @@
+"""Advice, guest views, event lines, timeline changes and the PNG, without a lab."""
+
+import json
+
+import pandas as pd
+
+from fxprobe.faults import advice, labprep, plot, timeline
+from fxprobe.faults.engine import drive_gone_instant, load_argv
+from fxprobe.faults.scenario import parse_scenario
+from fxprobe.tools.fio import parse_fio_hist_log
+
+DEFAULTS = {"controllers": {"nvme0": {"kato": "5", "ctrl_loss_tmo": "600", "reconnect_delay": "10",
+                                      "fast_io_fail_tmo": "off", "state": "live"},
+                            "nvme1": {"kato": "5", "ctrl_loss_tmo": "600", "reconnect_delay": "10",
+                                      "fast_io_fail_tmo": "off", "state": "live"}},
+            "iopolicy": "numa"}
+
+
+def test_advice_two_paths_defaults_names_timeouts_beside_the_stall():
+    result = advice.advise(DEFAULTS, 15.0, 2)
+    text = "\n".join(result.lines)
+    assert "nvme0: kato 5 s, ctrl_loss_tmo 600 s, reconnect_delay 10 s, fast_io_fail_tmo off" in text
+    assert "stall 15 s with 2 paths" in text and "kato 5 s" in text
+    assert result.try_next == {"keep_alive_tmo": 2, "iopolicy": "round-robin", "reconnect_delay": 1}
+
+
+def test_advice_when_already_tuned_points_past_kato():
+    tuned = {"controllers": {"nvme0": {"kato": "2", "reconnect_delay": "1", "fast_io_fail_tmo": "5"}},
+             "iopolicy": "round-robin"}
+    result = advice.advise(tuned, 7.5, 2)
+    assert result.try_next == {"keep_alive_tmo": 1}
+    assert any("longer than 2 x kato" in line for line in result.lines)
+
+
+def test_advice_single_path_says_add_a_path_and_bound_the_hang():
+    one = {"controllers": {"nvme0": DEFAULTS["controllers"]["nvme0"]}, "iopolicy": "numa"}
+    result = advice.advise(one, 20.0, 1)
+    assert result.try_next == {"paths": 2, "fast_io_fail_tmo": 5}
+    assert any("single path" in line for line in result.lines)
+
+
+HOST_VIEW = """subsys nvme-subsys0 nqn.2026-12.io.fxprobe:t:array round-robin
+ns nvme-subsys0 nvme0n1
+path nvme-subsys0 nvme0 live tcp traddr=10.1.1.1,trsvcid=4420,src_addr=10.1.1.2
+path nvme-subsys0 nvme1 connecting tcp traddr=10.2.1.1,trsvcid=4420,src_addr=10.2.1.2
+"""
+ARRAY_VIEW = """Personalities : [raid6] [raid5] [raid4] [raid0]
+md127 : active raid6 nvme5n1[5] nvme4n1[4] nvme3n1[3] nvme2n1[2] nvme1n1[1]
+      253952 blocks super 1.2 level 6, 512k chunk, algorithm 2 [6/5] [_UUUUU]
+
+unused devices: <none>
+--fxprobe--
+ctrl nvme1 FXL409753S01 nvme1n1
+ctrl nvme8 FXL409753S06 nvme6n2
+ctrl nvme9 FXL409753S07
+"""
+
+
+def test_guest_views_parse_like_guestinfo():
+    subsystems = labprep.parse_host_view(HOST_VIEW)
+    assert subsystems == [{"name": "nvme-subsys0", "nqn": "nqn.2026-12.io.fxprobe:t:array",
+                           "iopolicy": "round-robin", "namespaces": ["nvme0n1"],
+                           "paths": [{"controller": "nvme0", "state": "live", "transport": "tcp",
+                                      "address": "traddr=10.1.1.1,trsvcid=4420,src_addr=10.1.1.2"},
+                                     {"controller": "nvme1", "state": "connecting", "transport": "tcp",
+                                      "address": "traddr=10.2.1.1,trsvcid=4420,src_addr=10.2.1.2"}]}]
+    array = labprep.parse_array_view(ARRAY_VIEW)
+    assert array["md"][0]["health"] == "_UUUUU" and array["md"][0]["degraded"]
+    assert array["nvme_controllers"][1] == {"name": "nvme8", "serial": "FXL409753S06", "transport": "pcie",
+                                            "namespaces": ["nvme6n2"]}
+    assert array["nvme_controllers"][2]["namespaces"] == []
+    assert timeline.md_text(array["md"][0]) == "raid6 [6/5] [_UUUUU]"
+
+
+def test_event_lines_are_shifted_to_the_local_clock_and_junk_is_skipped():
+    text = "\n".join([json.dumps({"t": 100.5, "source": "uevent", "action": "remove", "subsystem": "block",
+                                  "device": "nvme0n1"}), "Warning: something", "{bad json", json.dumps({"x": 1})])
+    events = timeline.parse_event_lines(text, offset_s=-0.5)
+    assert events == [{"t": 101.0, "source": "uevent", "action": "remove", "subsystem": "block", "device": "nvme0n1"}]
+    node = [{"t": 101.0, "node": "array", **events[0]}]
+    assert drive_gone_instant(node, 100.0, 103.0) == 101.0
+    assert drive_gone_instant([], 100.0, 103.0) == 103.0
+
+
+def test_changes_keep_only_state_transitions():
+    samples = [timeline.Sample(1, {"nvme0": "live"}, {}), timeline.Sample(2, {"nvme0": "live"}, {}),
+               timeline.Sample(3, {"nvme0": "resetting"}, {}), timeline.Sample(4, {}, {}, error="ssh timed out"),
+               timeline.Sample(5, {"nvme0": "live"}, {})]
+    assert [c["t"] for c in timeline.changes(samples)] == [1, 3, 5]
+
+
+def test_load_argv_writes_epoch_logs_and_counts_errors():
+    scenario = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[load]\nlog_msec = 1000\n', "x.toml")
+    argv = load_argv(scenario, "/dev/nvme0n1", "/tmp/d")
+    for flag in ("--log_unix_epoch=1", "--log_avg_msec=1000", "--log_hist_msec=1000", "--continue_on_error=all",
+                 "--write_bw_log=/tmp/d/load", "--write_lat_log=/tmp/d/load", "--output-format=json"):
+        assert flag in argv
+    assert "--runtime=32" in argv
+
+
+def test_png_shows_load_fault_and_restore(tmp_path):
+    t0 = 1_796_232_000_000
+    iops = pd.Series({t0 + i * 500: (0.0 if 20 <= i < 26 else 100.0) for i in range(1, 40)})
+    hist = parse_fio_hist_log("".join(f"{t0 + i * 500}, 0, 4096, " + ", ".join(["1"] + ["0"] * 1855) + "\n"
+                                      for i in range(1, 40)))
+    path = plot.plot_timeline(tmp_path / "t.png", title="test", iops=iops, hist=hist, start_ms=t0,
+                              inject_ms=t0 + 10_000, restore_ms=t0 + 14_000, flaps=[(t0 + 11_000, False)],
+                              samples=[{"t": (t0 + 9000) / 1000, "paths": {"a": "live"}, "md": {}}],
+                              events=[{"t": (t0 + 10_100) / 1000, "source": "uevent"}], stall=(3.0, t0 + 10_000))
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
