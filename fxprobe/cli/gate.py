@@ -7,13 +7,12 @@ from pathlib import Path
 import click
 
 from fxprobe.cli.app import finish, pass_app
-from fxprobe.gates import GATES, Evidence, evaluate_all, load_config, verdict_lines
-from fxprobe.gates.engine import summary_row
 from fxprobe.errors import BadInput
+from fxprobe.gates import GATES, Evidence, evaluate_all, load_config, verdict_lines
 from fxprobe.gates import g2 as g2_lib
-from fxprobe.gates.engine import RunRecord
-from fxprobe.gates.g3 import evaluate_g3, keep_copies, load_pair, load_side
-from fxprobe.verdict import Criterion, Outcome, Verdict, combine
+from fxprobe.gates.engine import summary_row
+from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side
+from fxprobe.verdict import Verdict, combine
 
 _paths = click.Path(path_type=Path)
 evidence_option = click.option("--evidence", "evidence_paths", multiple=True, type=_paths,
@@ -75,24 +74,10 @@ def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths,
         raise BadInput("gate g2: --measured and --reference go together")
     config = load_config(config_path)
     evidence = Evidence.from_paths(evidence_paths)
-    loaded, ref = [], None
-    if measured:
-        ref = g2_lib.load_reference(reference, ttft_column, throughput_column)
-        loaded = load_side(list(measured))
+    ref = g2_lib.load_reference(reference, ttft_column, throughput_column) if reference else None
+    loaded = load_side(list(measured)) if measured else []
     run = app.new_run("gate g2")
-    extra: dict = {}
-    if ref is not None:
-        kept = keep_copies(run, "measured", loaded)
-        run.write_raw("reference.toml", Path(reference).read_bytes())
-        table, problems = g2_lib.baseline_comparison(kept, ref)
-        extra = {"baseline_comparison": table, "g2": {"reference": ref.source, "problems": problems,
-                                                      "measured": [r.to_dict() for r in kept]}}
-        own = RunRecord(run.path, {"command": "gate g2", "outcome": "pass", **extra})
-        evidence = Evidence((own,) + tuple(r for r in evidence.runs if "baseline_comparison" not in r.results))
-    verdict = GATES["g2"].evaluate(evidence, config)
-    if ref is not None and extra["g2"]["problems"]:
-        problems = tuple(Criterion("baseline comparison", Outcome.NOT_RUN, detail=p) for p in extra["g2"]["problems"])
-        verdict = Verdict(verdict.name, verdict.criteria + problems, verdict.reason)
+    verdict, extra = g2_lib.evaluate_g2(run, loaded, ref, evidence, config)
     return finish(app, run, "gate g2", {**_results(verdict, config, evidence_paths), **extra},
                   verdict_lines(verdict), verdict.outcome)
 

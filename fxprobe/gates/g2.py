@@ -18,6 +18,12 @@ from pathlib import Path
 
 from fxprobe.benchmarks import BenchmarkResult
 from fxprobe.errors import BadInput
+from fxprobe.gates.catalog import G2
+from fxprobe.gates.config import GateConfig
+from fxprobe.gates.engine import Evidence, RunRecord
+from fxprobe.gates.g3 import keep_copies
+from fxprobe.rundir import RunDir
+from fxprobe.verdict import Criterion, Outcome, Verdict
 
 
 @dataclass(frozen=True)
@@ -72,3 +78,26 @@ def baseline_comparison(measured: list[BenchmarkResult], reference: Reference) -
         else:
             problems.append(f"{result.source}: no throughput to compare with {reference.throughput_column}")
     return table, problems
+
+
+def evaluate_g2(run: RunDir, loaded: list[tuple[Path, BenchmarkResult]], reference: Reference | None,
+                evidence: Evidence, config: GateConfig) -> tuple[Verdict, dict]:
+    """``gate g2``: with a reference, compare the measured files (copied into ``run``) first; then judge G2.
+
+    This run's own comparison replaces any earlier ``baseline_comparison`` among the evidence.
+    """
+    extra: dict = {}
+    problems: list[str] = []
+    if reference is not None:
+        kept = keep_copies(run, "measured", loaded)
+        run.write_raw("reference.toml", Path(reference.source).read_bytes())
+        table, problems = baseline_comparison(kept, reference)
+        extra = {"baseline_comparison": table, "g2": {"reference": reference.source, "problems": problems,
+                                                      "measured": [r.to_dict() for r in kept]}}
+        own = RunRecord(run.path, {"command": "gate g2", "outcome": "pass", **extra})
+        evidence = Evidence((own,) + tuple(r for r in evidence.runs if "baseline_comparison" not in r.results))
+    verdict = G2.evaluate(evidence, config)
+    if problems:
+        unmatched = tuple(Criterion("baseline comparison", Outcome.NOT_RUN, detail=p) for p in problems)
+        verdict = Verdict(verdict.name, verdict.criteria + unmatched, verdict.reason)
+    return verdict, extra
