@@ -128,8 +128,8 @@ def test_fio_killed_mid_run_is_one_clear_tool_error(tmp_path):
     killer.start()
     try:
         with pytest.raises(ToolError) as info:
-            run_profile("small-file-dataset", str(tmp_path / "t"), runner=Runner(None), repeats=1,
-                        overrides={"jobs": 2}, runtime=5, ramp=0, max_bytes=8 << 20)
+            run_profile("small-file-dataset", str(tmp_path / "t"), runner=Runner(RunDir.create(tmp_path, "run")),
+                        repeats=1, overrides={"jobs": 2}, runtime=5, ramp=0, max_bytes=8 << 20)
     finally:
         stop.set()
         killer.join()
@@ -149,8 +149,8 @@ def test_truncated_json_is_one_clear_parse_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     (tmp_path / "t").mkdir()
     with pytest.raises(ToolError) as info:
-        run_profile("small-file-dataset", str(tmp_path / "t"), runner=Runner(None), repeats=1,
-                    overrides={"jobs": 2}, runtime=0.5, ramp=0, max_bytes=4 << 20)
+        run_profile("small-file-dataset", str(tmp_path / "t"), runner=Runner(RunDir.create(tmp_path, "run")),
+                    repeats=1, overrides={"jobs": 2}, runtime=0.5, ramp=0, max_bytes=4 << 20)
     assert "\n" not in str(info.value) and "invalid JSON" in str(info.value)
 
 
