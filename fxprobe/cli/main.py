@@ -72,7 +72,8 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, run_dir, runs_base, json_output, verbose, quiet):
     """Characterize an NVMe-oF array for LLM KV cache and judge acceptance gates G1-G4."""
-    app = App(json_output=json_output, verbosity=verbose - quiet, run_dir=run_dir)
+    argv = ctx.obj if isinstance(ctx.obj, list) else list(sys.argv)   # main() passes the real command line
+    app = App(json_output=json_output, verbosity=verbose - quiet, run_dir=run_dir, argv=argv)
     if runs_base is not None:
         app.runs_base = runs_base
     ctx.obj = app
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in args)
     try:
-        code = cli.main(args=args, prog_name="fxprobe", standalone_mode=False)
+        code = cli.main(args=args, prog_name="fxprobe", standalone_mode=False, obj=["fxprobe", *args])
     except click.exceptions.Abort:
         click.echo("fxprobe: interrupted", err=True)
         code = 130
