@@ -225,6 +225,26 @@ def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_
                        f"over the last {len(window)} windows of {window_ms} ms")
 
 
+def ceiling_from_netcheck(results: dict, iface: str | None = None, source: str = "netcheck") -> tuple[float, str]:
+    """The line rate (bit/s) of a port in a ``fxprobe netcheck`` results.json: the named
+    interface, or the only one that reports a speed."""
+    rates = {i.get("name"): i.get("speed_mbps") for i in results.get("interfaces", []) if isinstance(i, dict)}
+    known = {name: mbps for name, mbps in rates.items() if isinstance(mbps, int) and mbps > 0}
+    if iface is not None:
+        if iface not in rates:
+            raise BadInput(f"{source}: no interface {iface!r}; checked: {', '.join(map(str, rates)) or 'none'}")
+        if iface not in known:
+            raise BadInput(f"{source}: interface {iface} reported no speed; give --ceiling in Gb/s")
+        name = iface
+    elif len(known) == 1:
+        name = next(iter(known))
+    else:
+        raise BadInput(f"{source}: {len(known)} interfaces report a speed "
+                       f"({', '.join(f'{n} {m} Mb/s' for n, m in known.items()) or 'none'}); "
+                       "name one with --ceiling-iface or give --ceiling")
+    return known[name] * 1e6, f"{name} line rate {known[name]:,} Mb/s from {source}"
+
+
 # --------------------------------------------------------------------------- the run
 def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: tuple[str, ...],
                    view: SystemView | None, runner: Runner | None = None,

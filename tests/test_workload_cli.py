@@ -175,3 +175,17 @@ def test_nodes_option_builds_local_and_ssh_nodes():
     assert nodes[2].host.user == "admin" and nodes[2].host.port == 2222 and str(nodes[2].host.identity) == "/k"
     with pytest.raises(BadInput, match="listed twice"):
         parse_nodes("local,local:127.0.0.1", 8765, None, 22, "root")
+
+
+def test_ceiling_from_a_netcheck_run_folder(tmp_path):
+    from fxprobe.cli.run import ceiling_bps
+    from fxprobe.errors import BadInput
+    from fxprobe.rundir import RunDir
+    run = RunDir.create(tmp_path, "netcheck")
+    run.write_results({"interfaces": [{"name": "ens1f0", "speed_mbps": 100000}, {"name": "lo", "speed_mbps": None}]})
+    assert ceiling_bps(None, run.path, None) == 100e9
+    assert ceiling_bps(None, run.path, "ens1f0") == 100e9 and ceiling_bps(25, None, None) == 25e9
+    with pytest.raises(BadInput, match="lo reported no speed"):
+        ceiling_bps(None, run.path, "lo")
+    with pytest.raises(BadInput, match="not both"):
+        ceiling_bps(100, run.path, None)

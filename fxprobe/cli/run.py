@@ -50,6 +50,9 @@ def common_options(function):
         click.option("--ssh-user", default="root", show_default=True),
         click.option("--allow-serial", "allow", multiple=True, help="Serial (or loop:<file>) of a device that may be written (repeatable)."),
         click.option("--ceiling", type=float, default=None, help="Array port ceiling in Gb/s: report the aggregate as a fraction of it."),
+        click.option("--ceiling-from", "ceiling_from", type=click.Path(path_type=Path), default=None,
+                     help="Take the ceiling from a `fxprobe netcheck` run folder (the port's line rate)."),
+        click.option("--ceiling-iface", default=None, help="Which netcheck interface is the array port."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -63,7 +66,7 @@ def common_options(function):
 @click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
 @pass_app
 def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
-        allow, ceiling, scale, max_bytes, dry_run, sets) -> int:
+        allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, dry_run, sets) -> int:
     """Run profile NAME on a target: layout, cold/warm cache, ramp, repeats, steady state, merged percentiles."""
     from fxprobe import workload
     node_list = parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user)
@@ -77,9 +80,21 @@ def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_ide
         return 0
     run_dir = app.new_run("run")
     result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
-                                  ceiling_bps=ceiling * 1e9 if ceiling else None, **args)
+                                  ceiling_bps=ceiling_bps(ceiling, ceiling_from, ceiling_iface), **args)
     verdict = run_verdict(result)
     return finish_verdict(app, run_dir, "run", verdict, {"workload": result.to_dict()}, result.lines())
+
+
+def ceiling_bps(ceiling: float | None, ceiling_from: Path | None, iface: str | None) -> float | None:
+    """--ceiling in Gb/s, or the line rate from a netcheck run folder."""
+    if ceiling is not None and ceiling_from is not None:
+        raise BadInput("give --ceiling or --ceiling-from, not both")
+    if ceiling_from is not None:
+        from fxprobe import workload
+        from fxprobe.rundir import RunDir
+        bps, _ = workload.ceiling_from_netcheck(RunDir.open(ceiling_from).results(), iface, str(ceiling_from))
+        return bps
+    return ceiling * 1e9 if ceiling else None
 
 
 def parse_sets(sets) -> dict:
@@ -112,7 +127,7 @@ def run_verdict(result) -> Verdict:
               help="p99 latency limit in ms for the knee.")
 @pass_app
 def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
-          allow, ceiling, scale, max_bytes, vary, p99_limit_ms) -> int:
+          allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, vary, p99_limit_ms) -> int:
     """Bandwidth/latency curve of NAME over one knob, and its knee under a p99 limit."""
     from fxprobe import sweep as sweep_lib
     key, values = sweep_lib.parse_vary(vary)
@@ -121,6 +136,6 @@ def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_i
         name, target, key, values, p99_limit_ns=int(p99_limit_ms * 1e6), runner=app.runner(run_dir),
         progress=app.progress, nodes=parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user),
         repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes), runtime=runtime, ramp=ramp,
-        allow=tuple(allow), ceiling_bps=ceiling * 1e9 if ceiling else None)
+        allow=tuple(allow), ceiling_bps=ceiling_bps(ceiling, ceiling_from, ceiling_iface))
     outcome = Outcome.PASS if result.knee is not None else Outcome.FAIL
     return finish(app, run_dir, "sweep", {"sweep": result.to_dict()}, result.lines(), outcome)
