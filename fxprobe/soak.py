@@ -245,9 +245,10 @@ class Monitor:
 
     @property
     def silence_limit(self) -> float:
-        """fio printing nothing for this long counts as a stall (its status thread is jittery
-        on a loaded machine: the stall itself is judged from fio's own timestamps)."""
-        return max(3 * self.stall_s, self.stall_s + 10)
+        """fio printing nothing for this long counts as a stall. Shorter silences are judged
+        from fio's next report (its status thread starves on an overloaded machine while the
+        I/O goes on; the cumulative counters then show whether I/O completed)."""
+        return max(60.0, 10 * self.stall_s)
 
     def opened(self, key: str, kind: str, start: float, detail: str) -> dict:
         record = {"type": "interruption", "id": self.next_id, "kind": kind, "start": stamp(start),
@@ -279,7 +280,8 @@ class Monitor:
     def observe(self, point: StatusPoint, received: float | None = None) -> list[dict]:
         """One status document. A stall opens when fio's own report shows no new completed
         I/O for more than ``stall_s`` since the last progress, and closes at the next progress."""
-        self.last_report = received if received is not None else point.ts
+        received = received if received is not None else point.ts
+        silent, self.last_report = received - self.last_report, received
         previous = self.previous
         base_ts = previous.ts if previous else self.segment_start
         base_bytes = previous.io_bytes if previous else 0
@@ -294,6 +296,10 @@ class Monitor:
         if bw is not None:
             self.last_bw = bw
         if point.ios > base_ios:
+            if point.ts - (self.last_progress or self.segment_start) > self.stall_s and "stall" not in self.open:
+                out.append({"type": "note", "t": stamp(point.ts), "ts": point.ts, "detail":
+                            f"fio reported nothing for {silent:.1f} s, then {point.ios - base_ios} completed I/Os "
+                            f"over {dt_s:.1f} s: not counted as a stall (fio's status thread was late)"})
             self.last_progress = point.ts
             if "stall" in self.open:
                 out.append(self.closed("stall", point.ts))
@@ -369,6 +375,9 @@ class SoakSummary:
     end_reason: str
     first_sample: str | None
     last_sample: str | None
+    notes: tuple[str, ...] = ()
+
+    MAX_NOTES = 20
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -401,6 +410,7 @@ class SoakSummary:
             out.append("  NVMe max temperature: " + ", ".join(f"{k} {v:g} C" for k, v in self.nvme_temp_max_c.items()))
         out.append(f"  interruptions: {len(self.interruptions)}")
         out += [f"    {i.line()}" for i in self.interruptions]
+        out += [f"  note: {n}" for n in self.notes]
         if not self.completed:
             out.append(f"  NOT finished: {self.end_reason or 'no end record (crashed? use --resume)'}")
         return out
@@ -426,6 +436,7 @@ def summarize(records: list[dict]) -> SoakSummary:
     samples = telemetry_n = health_n = resumes = 0
     first = last = None
     end = None
+    notes: list[str] = []
     for r in records:
         kind = r.get("type")
         if kind == "segment":
@@ -454,6 +465,8 @@ def summarize(records: list[dict]) -> SoakSummary:
             resumes += 1
         elif kind == "end":
             end = r
+        elif kind == "note" and len(notes) < SoakSummary.MAX_NOTES:
+            notes.append(f"{r.get('t', '')} {r['detail']}")
     covered = sum(s["last"] - s["start"] for s in segments.values() if s["last"] is not None)
     interruptions = []
     for ident, r in sorted(opened.items()):
@@ -473,7 +486,8 @@ def summarize(records: list[dict]) -> SoakSummary:
         bandwidth=bandwidth, iops_mean=statistics.fmean(iopss) if iopss else None,
         io_errors=sum(errors_by_segment.values()), telemetry_samples=telemetry_n, health_samples=health_n,
         nvme_temp_max_c=temps, stall_s=start["stall_s"], sample_s=start["sample_s"], completed=end is not None,
-        end_reason=(end or {}).get("reason", ""), first_sample=first, last_sample=last)
+        end_reason=(end or {}).get("reason", ""), first_sample=first, last_sample=last,
+        notes=tuple(notes))
 
 
 # --------------------------------------------------------------------------- configuration and state
