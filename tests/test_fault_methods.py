@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from fxprobe import sysfs
-from fxprobe.errors import BadInput, NotRunnable, UnsafeTarget
+from fxprobe.errors import BadInput, NotRunnable
 from fxprobe.faults import engine, methods
 from fxprobe.faults.journal import Journal
-from fxprobe.faults.scenario import parse_scenario
 from fxprobe.runner import Runner
 
 

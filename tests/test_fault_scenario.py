@@ -70,3 +70,11 @@ def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path):
 
 def test_scenario_folder_is_the_repository_faults_folder():
     assert SCENARIO_DIR.name == "faults" and (SCENARIO_DIR / "drive-pull.toml").exists()
+
+
+def test_readme_documents_every_key_and_its_default():
+    from fxprobe.faults.scenario import SCHEMA
+    text = (SCENARIO_DIR / "README.md").read_text()
+    for section, keys in SCHEMA.items():
+        for key in keys:
+            assert f"`{section + '.' if section else ''}{key}`" in text, key

@@ -9,18 +9,14 @@ change it undoes; Ctrl-C / SIGTERM restore before exiting; ``fault restore`` rep
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shlex
 import signal
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass
 
-import pandas as pd
-
-from fxprobe.errors import BadInput, FxprobeError, NotRunnable, ToolError, UnsafeTarget
+from fxprobe.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, plot, timeline
 from fxprobe.faults.journal import Journal
@@ -63,7 +59,7 @@ def _iso_ms(stamp: str) -> float:
 
 
 def load_argv(scenario: Scenario, device: str, log_dir: str) -> list[str]:
-    load, t = scenario.load, scenario.timing
+    load = scenario.load
     runtime = int(round(scenario.total_s + 2))
     prefix = f"{log_dir}/load"
     return ["fio", "--name=fault-load", f"--filename={device}", f"--rw={load['rw']}", f"--bs={load['bs']}",
@@ -105,10 +101,16 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     if lab is None:
         if not options.yes and not options.dry_run:
             options.dry_run = True
+        if "write" in scenario.load["rw"] or scenario.load["rw"] in ("rw", "randrw"):
+            from fxprobe.safety import check_target
+            check = check_target(scenario.load["target"], destructive=True, allow=options.allow)
+            if not options.dry_run:
+                check.require_safe()
         if not options.dry_run and method.target not in options.allow:
             raise UnsafeTarget(f"{scenario.kind} target {method.target} is not on the allow-list: nothing injected",
                                hint=f"check it is the device you mean, then add --allow {method.target}")
-    if refusals and not options.allow_visible:
+    lines += [f"REFUSED{' (allowed by --allow-visible)' if options.allow_visible else ''}: {r}" for r in refusals]
+    if refusals and not options.allow_visible and not options.dry_run:
         raise UnsafeTarget(f"refusing {scenario.kind} on {method.target}: {refusals[0]}; nothing injected",
                            hint="for a planted negative test add --allow-visible")
     return Plan(scenario, method, lines, refusals, env)
@@ -357,9 +359,22 @@ def _fetch_logs(runner: Runner, host, log_dir: str, run: RunDir) -> dict:
             out["iops"].append(parse_fio_log(text, name))
         elif "_bw." in name:
             out["bw"].append(parse_fio_log(text, name))
-        elif "_clat_hist." in name and out["hist"] is None:
-            out["hist"] = parse_fio_hist_log(text, name)
+        elif "_clat_hist." in name:
+            out["hist"] = merge_hist(out["hist"], parse_fio_hist_log(text, name))
     return out
+
+
+def merge_hist(a, b):
+    """One histogram log from several jobs' (rows side by side in time; same coarseness)."""
+    if a is None:
+        return b
+    if a.coarseness != b.coarseness or a.counts.shape[1] != b.counts.shape[1]:
+        raise ToolError(f"fio histogram logs {a.source} and {b.source} have different bin layouts")
+    import numpy as np
+    from fxprobe.tools.fio import FioHistLog
+    return FioHistLog(f"{a.source}+{b.source}", np.concatenate([a.time_ms, b.time_ms]),
+                      np.concatenate([a.ddir, b.ddir]), np.concatenate([a.bs, b.bs]),
+                      np.concatenate([a.counts, b.counts]), a.coarseness)
 
 
 def undo_all(undo: list[dict], env, restore_log: list[str], say) -> list[dict]:

@@ -13,26 +13,50 @@ TWIN = "twin"
 
 
 def remove_twin(lab, name: str) -> str:
-    """Remove a twin export; stop its md if a failed member kept it alive; re-plug any of its drives
-    whose namespace came back under another name (so slot -> /dev/nvmeXn1 holds again)."""
+    """Remove a twin export; stop its md if a failed member kept it alive; wipe the md superblocks of
+    its drives (so nothing assembles them again); re-plug any drive whose namespace came back under
+    another name (so slot -> /dev/nvmeXn1 holds again)."""
     export = next((e for e in lab.state["exports"] if e["name"] == name), None)
     if export is None:
         return f"export {name} already gone"
     done = [f"export {name} removed"]
     lab.remove_export(name)
-    backing = export.get("backing") or ""
-    md = backing.rsplit("/", 1)[-1]
-    if md.startswith("md") and any(a["name"] == md for a in array_view(lab)["md"]):
-        lab.exec("array", ["mdadm", "--stop", backing], timeout=60, check=True, label="md-stop")
-        done.append(f"stopped {backing} (kept alive by its failed member)")
+    serials = {lab.drive(slot)["serial"]: slot for slot in export["slots"]}
     for slot in export["slots"]:
         drive = lab.drive(slot)
-        ctrl = next((c for c in array_view(lab)["nvme_controllers"] if c["serial"] == drive["serial"]), None)
+        ctrl = _controller(lab, drive["serial"])
         if drive["present"] and ctrl and not (ctrl["namespaces"] and ctrl["namespaces"][0].startswith(ctrl["name"] + "n")):
+            release_md(lab, serials, export.get("backing") or "")
             lab.drive_pull(slot)
             lab.drive_restore(slot)
             done.append(f"re-plugged slot {slot} (its namespace had come back as {ctrl['namespaces']})")
+    stopped = release_md(lab, serials, export.get("backing") or "")
+    if stopped:
+        done.append(f"stopped {', '.join(stopped)}")
+    for serial in serials:
+        ctrl = _controller(lab, serial)
+        if ctrl and ctrl["namespaces"]:
+            lab.exec("array", ["mdadm", "--zero-superblock", f"/dev/{ctrl['namespaces'][0]}"], timeout=60,
+                     label="md-zero")
+    done.append(f"wiped md superblocks of slots {export['slots']}")
     return "; ".join(done)
+
+
+def _controller(lab, serial: str) -> dict | None:
+    return next((c for c in array_view(lab)["nvme_controllers"] if c["serial"] == serial), None)
+
+
+def release_md(lab, serials: dict, backing: str = "") -> list[str]:
+    """Stop every md array (active, failed or inactive) holding one of these drives, or the export's
+    own md (``backing``, e.g. /dev/md126: a failed raid0 still holds its vanished member)."""
+    view = array_view(lab)
+    devices = {c["namespaces"][0] for c in view["nvme_controllers"] if c["serial"] in serials and c["namespaces"]}
+    stopped = []
+    for md in view["md"]:
+        if {m["device"] for m in md["members"]} & devices or f"/dev/{md['name']}" == backing:
+            lab.exec("array", ["mdadm", "--stop", f"/dev/{md['name']}"], timeout=60, check=True, label="md-stop")
+            stopped.append(f"/dev/{md['name']}")
+    return stopped
 
 
 def export_nqn(lab, which: str) -> str:

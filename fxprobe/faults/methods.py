@@ -13,7 +13,6 @@ nvmet namespace or port disable through configfs, null_blk power off, md fail/re
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,6 @@ from typing import Callable
 
 from fxprobe import sysfs
 from fxprobe.errors import BadInput, NotRunnable, ToolError
-from fxprobe.hosts import LOCAL
 from fxprobe.runner import Runner
 
 REDUNDANCY = {"raid0": 0, "linear": 0, "raid1": None, "raid4": 1, "raid5": 1, "raid6": 2, "raid10": 1}
@@ -132,7 +130,7 @@ class LabDrivePull(Method):
     def plan(self) -> list[str]:
         return [f"QMP device_del drive{self.slot if self.slot is not None else '?'} (serial {self.target}) in lab "
                 f"{self.env.lab.name}'s array guest, then mdadm --fail/--remove detached",
-                f"restore: QMP device_add of the same drive, mdadm --re-add (or --add)"]
+                "restore: QMP device_add of the same drive, mdadm --re-add (or --add)"]
 
     def probe(self) -> str | None:
         if self.slot is None:
@@ -597,9 +595,8 @@ class Manual(Method):
         return str(self.fault.get("serial") or self.fault.get("interface") or "manual")
 
     def probe(self) -> str | None:
-        try:
-            import pyudev  # noqa: F401
-        except ImportError:
+        import importlib.util
+        if importlib.util.find_spec("pyudev") is None:
             return "pyudev is not installed (pip install pyudev)"
         return None if Path("/run/udev/control").exists() else "no udev daemon runs here (events cannot be seen)"
 
@@ -741,6 +738,7 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         return f"namespace {record['nsid']} of {record['nqn']} enabled"
     if method == "manual":
         say = env.say if env else print
-        say(f"PUT BACK {record['target']} NOW")
-        return f"asked to put back {record['target']}"
+        say(f"PUT BACK {record['target']} NOW (waiting up to 300 s for the kernel to see it)")
+        at = wait_udev_event("add" if record.get("kind") == "drive-pull" else "change", record["target"], 300)
+        return f"{record['target']} is back (udev add at {at:.3f})"
     raise BadInput(f"restore journal: unknown method {method!r}", hint="undo the fault by hand")
