@@ -15,7 +15,10 @@ from fxprobe.errors import ToolError
 
 
 class Qmp:
-    """``with Qmp(path) as qmp: qmp.command("set_link", name="nic-l1", up=False)``"""
+    """``with Qmp(path) as qmp: qmp.command("set_link", name="nic-l1", up=False)``
+
+    The command name is positional-only, so QMP arguments called ``name`` pass through.
+    """
 
     def __init__(self, socket_path: Path, timeout: float = 15.0):
         self.socket_path = Path(socket_path)
@@ -41,7 +44,7 @@ class Qmp:
                 pass  # the peer is already gone (after quit): nothing left to close
             self._monitor = None
 
-    def command(self, name: str, **arguments):
+    def command(self, name: str, /, **arguments):
         assert self._monitor is not None, "use Qmp as a context manager"
         try:
             reply = self._monitor.cmd_obj({"execute": name, "arguments": arguments} if arguments

@@ -7,6 +7,10 @@ an NVMe/RDMA port next to each TCP port (soft-RoCE on every data NIC).
 Tests restore what they break (drives, links, throttles, extra exports). Without a prerequisite
 (QEMU, the Debian kernel package...) lab tests skip with the reason; with FXPROBE_REQUIRE_LAB=1
 they fail instead.
+
+FXPROBE_TEST_LAB=<name> makes the tests use a lab that is already up (started with
+``fxprobe lab up --name <name> --drives 24 --raid-drives 20 --hosts 2 --links 2``) and leave it up:
+handy while writing lab tests.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pytest
 
 SESSION_DRIVES = 24
 SESSION_RAID_DRIVES = 20
+SESSION_DRIVE_MB = 128   # small drives: a re-added drive's md recovery takes ~1 min under TCG
 
 
 def lab_required() -> bool:
@@ -44,8 +49,12 @@ def lab(tmp_path_factory):
     from fxprobe.rundir import RunDir
     from fxprobe.runner import Runner
 
+    existing = os.environ.get("FXPROBE_TEST_LAB")
+    if existing:
+        yield Lab.load(existing)
+        return
     spec = LabSpec(name=session_lab_name(), drives=SESSION_DRIVES, raid="raid6", raid_drives=SESSION_RAID_DRIVES,
-                   hosts=2, links=2, transport="tcp")
+                   hosts=2, links=2, transport="tcp", drive_mb=SESSION_DRIVE_MB)
     run = RunDir.create(tmp_path_factory.mktemp("lab-evidence"), "session-lab")
     try:
         handle = Lab.up(spec, Runner(run), progress=lambda text: print(f"[lab] {text}", file=sys.stderr))

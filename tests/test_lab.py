@@ -133,7 +133,7 @@ def test_must_show_3_drive_pull_degrades_md_and_namespace_stays_readable(lab):
     slot = 3
     lab.drive_pull(slot)
     try:
-        state = wait_for(lambda: (m := md(lab)) if m["degraded"] else None, 60, "md to degrade")
+        state = wait_for(lambda: (lambda m: m if m["degraded"] else None)(md(lab)), 60, "md to degrade")
         assert state["working_disks"] == SESSION_RAID_DRIVES - 1
         namespace = lab.guest_info("host1")["nvme_subsystems"]
         device = next(s["namespaces"][0] for s in namespace if s["nqn"] == lab.state["exports"][0]["nqn"])
@@ -144,8 +144,8 @@ def test_must_show_3_drive_pull_degrades_md_and_namespace_stays_readable(lab):
         restored = lab.drive_restore(slot)
     assert restored["device"].startswith("/dev/nvme")
     # the drive goes back in: md recovers it (observed as a recovery action, or already done)
-    dmesg = wait_for(lambda: (out := lab.exec("array", ["dmesg"], check=True).stdout)
-                     if "recovery of RAID array" in out else None, 60, "md recovery to start")
+    dmesg = wait_for(lambda: (lambda out: out if "recovery of RAID array" in out else None)(
+        lab.exec("array", ["dmesg"], check=True).stdout), 60, "md recovery to start")
     assert re.search(r"md: recovery of RAID array md\d+", dmesg)
     wait_for(lambda: not md(lab)["degraded"] and not md(lab)["action"], 240, "md recovery to finish", step=5)
 

@@ -36,6 +36,8 @@ def nvme_subsystems(sys_root: Path) -> list[dict]:
     for subsys in sorted((sys_root / "class" / "nvme-subsystem").glob("nvme-subsys*")):
         paths = []
         for ctrl in sorted(subsys.glob("nvme[0-9]*")):
+            if not ctrl.name[4:].isdigit():
+                continue  # a namespace node (nvme0n1), not a controller
             paths.append({"controller": ctrl.name, "transport": _read(ctrl / "transport"),
                           "address": _read(ctrl / "address"), "state": _read(ctrl / "state")})
         out.append({"name": subsys.name, "nqn": _read(subsys / "subsysnqn"), "iopolicy": _read(subsys / "iopolicy"),

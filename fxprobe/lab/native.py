@@ -79,19 +79,27 @@ def probe_native(runner: Runner) -> str | None:
     return NvmetRoot().probe()
 
 
-def _make_nullb(index: int, size_mb: int) -> str:
-    folder = NULLB_ROOT / f"fxnb{index}"
-    folder.mkdir()
-    for attr, value in (("size", size_mb), ("blocksize", 512), ("memory_backed", 1), ("power", 1)):
-        (folder / attr).write_text(f"{value}\n")
-    number = (folder / "index").read_text().strip()
-    device = f"/dev/nullb{number}"
+def _make_nullb(name: str, size_mb: int) -> str:
+    """A memory-backed null_blk disk made through configfs; returns its /dev path.
+
+    Kernels >= 5.x name the disk after the configfs folder (/dev/<name>); older ones use
+    /dev/nullb<index>: both are checked.
+    """
+    folder = NULLB_ROOT / name
+    try:
+        folder.mkdir()
+        for attr, value in (("size", size_mb), ("blocksize", 512), ("memory_backed", 1), ("power", 1)):
+            (folder / attr).write_text(f"{value}\n")
+        number = (folder / "index").read_text().strip()
+    except OSError as exc:
+        raise ToolError(f"{folder}: cannot make a null_blk device: {exc.strerror or exc}") from None
+    candidates = [Path("/dev") / name, Path(f"/dev/nullb{number}")]
     deadline = time.monotonic() + 10
-    while not Path(device).exists():
+    while not any(c.exists() for c in candidates):
         if time.monotonic() > deadline:
-            raise ToolError(f"{folder}: powered on, but {device} did not appear")
+            raise ToolError(f"{folder}: powered on, but neither {candidates[0]} nor {candidates[1]} appeared")
         time.sleep(0.1)
-    return device
+    return str(next(c for c in candidates if c.exists()))
 
 
 def _make_loop(runner: Runner, folder: Path, index: int, size_mb: int) -> str:
@@ -126,7 +134,7 @@ def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> d
     try:
         progress(f"native: {spec.drives} {source} devices")
         for index in range(spec.drives):
-            device = _make_nullb(index, spec.drive_mb) if source == "null_blk" else \
+            device = _make_nullb(f"fxnb-{spec.name}-{index}", spec.drive_mb) if source == "null_blk" else \
                 _make_loop(runner, folder, index, spec.drive_mb)
             state["devices"].append(device)
             write_json(folder / "state.json", state)
@@ -176,7 +184,7 @@ def native_down(name: str, runner: Runner) -> list[str]:
         done += remove_export(runner, nqn=state["nqn"], md_name=state.get("md"))
     for index, device in enumerate(state["devices"]):
         if state["source"] == "null_blk":
-            nullb = NULLB_ROOT / f"fxnb{index}"
+            nullb = NULLB_ROOT / f"fxnb-{name}-{index}"
             if nullb.is_dir():
                 (nullb / "power").write_text("0\n")
                 nullb.rmdir()

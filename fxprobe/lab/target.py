@@ -66,6 +66,18 @@ def wait_for_serials(serials: list[str], timeout: float = 60.0) -> dict[str, str
         time.sleep(0.5)
 
 
+def wait_for_md_link(runner: Runner, md: str, timeout: float = 60.0) -> str:
+    """The /dev/mdN behind /dev/md/<name> (udev makes the link a little after mdadm returns)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(md):
+        if time.monotonic() > deadline:
+            raise ToolError(f"{md} did not appear within {timeout:.0f} s after mdadm --create",
+                            hint="is udevd running? see /proc/mdstat")
+        runner.run(["udevadm", "settle", "--timeout=10"], timeout=20)
+        time.sleep(0.2)
+    return os.path.realpath(md)
+
+
 def build_export(runner: Runner, *, nqn: str, md_name: str, level: str, devices: list[str],
                  ports: list[PortSpec], serial: str | None = None) -> dict:
     """md array (or a single device for level "none") exported as namespace 1 of ``nqn``."""
@@ -78,7 +90,7 @@ def build_export(runner: Runner, *, nqn: str, md_name: str, level: str, devices:
     else:
         md = f"/dev/md/{md_name}"
         mdraid.create(runner, md, level, devices)
-        backing = os.path.realpath(md)
+        backing = wait_for_md_link(runner, md)
     subsystem = root.subsystem(nqn)
     if serial:
         subsystem.set_attr("serial", serial)

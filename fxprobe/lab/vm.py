@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -567,14 +568,17 @@ class Lab:
         guests = {}
         infos = {}
         for name, guest in self.state["guests"].items():
-            running = _alive(guest.get("pid"))
-            guests[name] = {"running": running, "pid": guest.get("pid"), "ssh": f"127.0.0.1:{guest['ssh_port']}",
-                            "qmp": guest["qmp"]}
-            if running:
-                try:
-                    infos[name] = self.guest_info(name)
-                except FxprobeError as exc:
-                    guests[name]["error"] = str(exc)
+            guests[name] = {"running": _alive(guest.get("pid")), "pid": guest.get("pid"),
+                            "ssh": f"127.0.0.1:{guest['ssh_port']}", "qmp": guest["qmp"]}
+
+        def look(name: str) -> None:
+            try:
+                infos[name] = self.guest_info(name)
+            except FxprobeError as exc:
+                guests[name]["error"] = str(exc)
+
+        with ThreadPoolExecutor(max_workers=len(guests)) as pool:  # one SSH round trip per guest, at once
+            list(pool.map(look, [name for name, g in guests.items() if g["running"]]))
         array = infos.get("array", {})
         by_serial = {c["serial"]: c for c in array.get("nvme_controllers", []) if c.get("transport") == "pcie"}
         drives = []
