@@ -31,6 +31,7 @@ import selectors
 import signal
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -42,7 +43,7 @@ from fxprobe.errors import BadInput, NotRunnable, ParseError, ToolError
 from fxprobe.rundir import RESULTS, RunDir, utc_stamp, write_json
 from fxprobe.runner import Runner
 from fxprobe.tools import fio
-from fxprobe.tools.fields import arr, integer, obj
+from fxprobe.tools.fields import arr, integer, number, obj
 from fxprobe.verdict import Criterion, Verdict
 
 RECORDS = "soak.jsonl"
@@ -93,6 +94,7 @@ class StatusPoint:
     ios: int
     errors: int          # total_err over jobs (continue_on_error)
     job_error: int       # the first non-zero job error code, 0 if none
+    max_lat_ns: int = 0  # the longest I/O so far (lat_ns.max, else clat_ns.max, over jobs and directions)
 
 
 def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
@@ -101,7 +103,7 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
         raise ParseError(source, "timestamp_ms", "missing (not a fio JSON status document)")
     ts = integer(data["timestamp_ms"], source, "timestamp_ms") / 1000
     rows = arr(data.get("jobs", data.get("client_stats")), source, "jobs")
-    io_bytes = ios = errors = 0
+    io_bytes = ios = errors = max_lat = 0
     job_error = 0
     for i, row in enumerate(rows):
         row = obj(row, source, f"jobs[{i}]")
@@ -112,10 +114,13 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
             if isinstance(stats, dict):
                 io_bytes += integer(stats.get("io_bytes", 0), source, f"jobs[{i}].{direction}.io_bytes")
                 ios += integer(stats.get("total_ios", 0), source, f"jobs[{i}].{direction}.total_ios")
+                lat = stats.get("lat_ns") or stats.get("clat_ns") or {}
+                if isinstance(lat, dict) and lat.get("max") is not None:
+                    max_lat = max(max_lat, int(number(lat["max"], source, f"jobs[{i}].{direction}.lat_ns.max")))
         errors += integer(row.get("total_err", 0), source, f"jobs[{i}].total_err")
         code = integer(row.get("error", 0), source, f"jobs[{i}].error")
         job_error = job_error or code
-    return StatusPoint(ts, io_bytes, ios, errors, job_error)
+    return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat)
 
 
 class JsonStream:
@@ -295,8 +300,16 @@ class Monitor:
                 "bw": None if bw is None else round(bw, 1), "iops": None if iops is None else round(iops, 2)}]
         if bw is not None:
             self.last_bw = bw
+        longest = point.max_lat_ns / 1e9
+        long_io = point.max_lat_ns > (previous.max_lat_ns if previous else 0) and longest > self.stall_s
         if point.ios > base_ios:
-            if point.ts - (self.last_progress or self.segment_start) > self.stall_s and "stall" not in self.open:
+            if long_io and "stall" not in self.open:
+                # fio cannot report while an I/O is stuck (its status waits for the jobs): the
+                # latency of the stuck I/O, once it completes, tells how long it waited
+                out.append(self.instant("stall", point.ts - longest, point.ts,
+                                        f"an I/O took {longest:.1f} s (fio's longest latency, over the "
+                                        f"{self.stall_s:g} s stall limit); fio reported nothing for {silent:.1f} s"))
+            elif point.ts - (self.last_progress or self.segment_start) > self.stall_s and "stall" not in self.open:
                 out.append({"type": "note", "t": stamp(point.ts), "ts": point.ts, "detail":
                             f"fio reported nothing for {silent:.1f} s, then {point.ios - base_ios} completed I/Os "
                             f"over {dt_s:.1f} s: not counted as a stall (fio's status thread was late)"})
@@ -600,6 +613,8 @@ class Soak:
         self.log: RecordLog | None = None
         self.monitor = Monitor(config.stall_s)
         self.covered_before = 0.0
+        self._health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soak-health")
+        self._pending_health = None
 
     # -- entry points ------------------------------------------------------------
     def start(self) -> SoakSummary:
@@ -674,6 +689,7 @@ class Soak:
                 self.log.append(self.monitor.closed(key, now, "soak ended"))
             self.log.append({"type": "end", "t": stamp(now), "ts": now, "reason": reason})
         finally:
+            self._health_pool.shutdown(wait=False, cancel_futures=True)
             self.log.close()
         return summarize(read_records(self.run.path / RECORDS))
 
@@ -759,9 +775,13 @@ class Soak:
                 if now >= next_telemetry:
                     next_telemetry = now + self.config.sample_s
                     self.log.append(self._telemetry(now))
-                if now >= next_health:
+                if self._pending_health is not None and self._pending_health.done():
+                    if self._pending_health.result():
+                        self.log.append(self._pending_health.result())
+                    self._pending_health = None
+                if now >= next_health and self._pending_health is None:
                     next_health = now + self.config.health_s
-                    self._health()
+                    self._pending_health = self._health_pool.submit(self._health)
                 if now >= next_progress:
                     next_progress = now + min(60.0, max(1.0, self.config.planned_s / 100))
                     self._progress(started, last_ts)
@@ -783,13 +803,15 @@ class Soak:
                 "nvme_temp_c": telemetry.nvme_temperatures(), "paths": telemetry.path_states(),
                 "md": telemetry.md_states()}
 
-    def _health(self) -> None:
-        controllers = [name for name in telemetry.path_states()]
-        if not controllers or telemetry.probe_nvme_cli(self.runner):
-            return
+    def _health(self) -> dict | None:
+        """``nvme smart-log`` of the live controllers (in a worker thread: a slow controller
+        must not hold up stall and path detection)."""
+        live = [name for name, path in telemetry.path_states().items() if path["state"] == "live"]
+        if not live or telemetry.probe_nvme_cli(self.runner):
+            return None
+        smart = telemetry.smart_logs(self.runner, controllers=live)
         now = time.time()
-        self.log.append({"type": "health", "t": stamp(now), "ts": now,
-                         "smart": telemetry.smart_logs(self.runner, controllers=controllers)})
+        return {"type": "health", "t": stamp(now), "ts": now, "smart": smart}
 
     def _progress(self, started: float, last_ts: float | None) -> None:
         elapsed = self.covered_before + ((last_ts - started) if last_ts else 0.0)

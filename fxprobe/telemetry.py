@@ -80,7 +80,7 @@ def smart_logs(runner, host: Host = LOCAL, controllers: list[str] | None = None)
     """``nvme smart-log`` of each controller; a failure is kept as {"error": ...}, never raised."""
     result = {}
     for ctrl in controllers if controllers is not None else sysfs.listdir("/sys/class/nvme"):
-        run = runner.run(["nvme", "smart-log", f"/dev/{ctrl}", "-o", "json"], timeout=30, host=host,
+        run = runner.run(["nvme", "smart-log", f"/dev/{ctrl}", "-o", "json"], timeout=15, host=host,
                          label=f"smart-log-{ctrl}", always=True)
         if not run.ok:
             result[ctrl] = {"error": run.failure("nvme smart-log")}

@@ -45,6 +45,13 @@ def test_parse_status_doc_sums_jobs_and_directions():
     assert point == soak.StatusPoint(1000.5, 4096 + 8192 + 100, 4, 2, 5)
 
 
+def test_parse_status_doc_keeps_the_longest_io():
+    doc = status_doc(1_000_000, 4096, 1)
+    doc["jobs"][0]["read"]["lat_ns"] = {"max": 7_500_000_000}
+    doc["jobs"][0]["write"]["clat_ns"] = {"max": 2_000}
+    assert soak.parse_status_doc(doc).max_lat_ns == 7_500_000_000
+
+
 def test_parse_status_doc_names_the_bad_field():
     with pytest.raises(ParseError, match="timestamp_ms"):
         soak.parse_status_doc({"jobs": []})
@@ -95,8 +102,11 @@ def test_late_reports_with_progress_are_not_a_stall_but_silence_is():
     [sample, note] = m.observe(P(108, 90), received=108)    # 7 s late, but I/O completed: no stall
     assert note["type"] == "note" and "not counted as a stall" in note["detail"]
     assert m.tick(108 + m.silence_limit) == []
-    [opened] = m.tick(108.5 + m.silence_limit)               # fio silent: its status thread is stuck too
-    assert opened["kind"] == "stall" and opened["start_ts"] == 108 and "reported nothing" in opened["detail"]
+    [sample, stall] = m.observe(soak.StatusPoint(130, 0, 95, 0, 0, max_lat_ns=20_000_000_000), received=130)
+    assert stall["kind"] == "stall" and stall["seconds"] == 20 and stall["start_ts"] == 110   # a stuck I/O
+    assert "an I/O took 20.0 s" in stall["detail"] and "reported nothing for 22.0 s" in stall["detail"]
+    [opened] = m.tick(130.5 + m.silence_limit)               # fio silent: its status thread is stuck too
+    assert opened["kind"] == "stall" and opened["start_ts"] == 130 and "reported nothing" in opened["detail"]
 
 
 def test_monitor_startup_grace_then_stall():
