@@ -233,3 +233,36 @@ def test_cli_list_names_the_shipped_scenarios(tmp_path):
     assert done.returncode == 0
     names = {row["name"] for row in json.loads(done.stdout)["scenarios"]}
     assert {"drive-pull", "link-down", "link-flap"} <= names
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("needs root and losetup")
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as handle:
+        handle.truncate(64 << 20)
+    done = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(image)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"no loop device: {done.stderr.strip()}")
+    yield done.stdout.strip()
+    subprocess.run(["losetup", "-d", done.stdout.strip()], check=False)
+
+
+def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, veth, loop_device):
+    """The whole host path for real: netlink fault, fio load on a loop device, logs, verdict, PNG."""
+    scenario = tmp_path / "veth-cut.toml"
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n'
+                        f'[timing]\nsteady_s = 4\nsettle_s = 1\nfault_s = 3\nrecover_s = 2\n'
+                        f'[load]\ntarget = "{loop_device}"\nlog_msec = 500\n'
+                        f'[criteria]\nmax_p99_ratio = 1000.0\nmin_throughput_pct = 20.0\n')
+    done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario), "--yes", "--allow", veth)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["mode"] == "host" and result["impact"]["errors"] == 0
+    assert result["verdict"] == "invisible", result["criteria"]
+    assert Path(result["png"]).exists()
+    assert result["restore_log"] == [f"{veth} up"]
+    assert int(Path(f"/sys/class/net/{veth}/flags").read_text(), 16) & 1 == 1
+    assert any(e.get("device") == veth for e in result["timeline"]["events"])   # netlink saw the cut
+    assert not (tmp_path / "journal.json").exists()

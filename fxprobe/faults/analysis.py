@@ -109,16 +109,31 @@ def p99_between(hist: FioHistLog | None, start_ms: float, end_ms: float, percent
     return percentile_from_bins(bins, percent) if bins else None
 
 
+def json_documents(text: str) -> list[dict]:
+    """Every JSON object in ``text`` (fio --status-interval prints one per interval, then the final one)."""
+    decoder = json.JSONDecoder()
+    out, index = [], text.find("{")
+    while index >= 0:
+        try:
+            data, end = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            index = text.find("{", index + 1)
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+        index = text.find("{", end)
+    return out
+
+
+def last_json(text: str) -> dict | None:
+    documents = json_documents(text)
+    return documents[-1] if documents else None
+
+
 def fio_errors(fio_json: str | None) -> tuple[int | None, str]:
-    """(I/O errors counted by fio, first error text) from fio's JSON output; None without JSON."""
-    if not fio_json:
-        return None, ""
-    start = fio_json.find("{")
-    try:
-        data = json.loads(fio_json[start:]) if start >= 0 else None
-    except json.JSONDecodeError:
-        return None, ""
-    if not isinstance(data, dict):
+    """(I/O errors counted by fio, first error text) from fio's (last) JSON output; None without JSON."""
+    data = last_json(fio_json or "")
+    if data is None:
         return None, ""
     total, first = 0, ""
     for job in data.get("jobs", []) + data.get("client_stats", []):

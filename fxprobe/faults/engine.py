@@ -67,7 +67,7 @@ def load_argv(scenario: Scenario, device: str, log_dir: str) -> list[str]:
             "--time_based", f"--runtime={runtime}", f"--write_iops_log={prefix}", f"--write_bw_log={prefix}",
             f"--write_lat_log={prefix}", f"--write_hist_log={prefix}", f"--log_avg_msec={load['log_msec']}",
             f"--log_hist_msec={load['log_msec']}", "--log_unix_epoch=1", "--continue_on_error=all",
-            "--output-format=json", "--eta=never"]
+            "--output-format=json", "--status-interval=1", "--eta=never"]
 
 
 def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
@@ -184,7 +184,8 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         say(f"load: {shlex.join(argv)}")
         fio = runner.start(["sh", "-c", 'date +%s.%N; exec "$@"', "fxprobe-load", *argv], host=host, label="fio-load")
         background.append(fio)
-        load_started = wait_started(fio, 120) - offset
+        wait_started(fio, 120)
+        load_started = wait_first_status(fio, 180)
         time.sleep(max(0.0, load_started + scenario.timing["steady_s"] - time.time()))
         remember(method.restore_record())     # journaled (fsync) before the fault happens
         say(f"inject: {scenario.kind} via {method.via} on {method.target}")
@@ -326,6 +327,23 @@ def wait_started(background, timeout: float) -> float:
             raise ToolError("the load exited at once: " + (background.output()[1].strip().splitlines() or ["?"])[-1])
         time.sleep(0.1)
     raise ToolError(f"the load did not start within {timeout:.0f} s")
+
+
+def wait_first_status(background, timeout: float) -> float:
+    """Local time the load really started: the first fio --status-interval dump whose job has run,
+    minus that runtime (opening the device and starting the job can take seconds on a slow node)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = time.time()
+        for document in analysis.json_documents(background.output()[0]):
+            runtime_ms = max((job.get(d, {}).get("runtime", 0) or 0 for job in document.get("jobs", [])
+                              for d in ("read", "write")), default=0)
+            if runtime_ms > 0:
+                return now - runtime_ms / 1000.0
+        if not background.alive():
+            raise ToolError("the load exited at once: " + (background.output()[1].strip().splitlines() or ["?"])[-1])
+        time.sleep(0.1)
+    raise ToolError(f"the load did not report within {timeout:.0f} s")
 
 
 def start_listeners(runner: Runner, lab, host, array_host, load_host: str, seconds: float, background: list,
