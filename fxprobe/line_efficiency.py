@@ -49,6 +49,7 @@ class Settings:
     port: int = DEFAULT_PORT
     device: str | None = None
     streams: int = 8
+    outstanding: int | None = None    # RDMA READs in flight per QP (perftest -o); None: the device maximum
 
     def validate(self) -> "Settings":
         if self.transport not in ("rdma", "tcp"):
@@ -61,6 +62,8 @@ class Settings:
             raise BadInput(f"--threshold {self.threshold}: a fraction of the line rate, e.g. 0.83")
         if self.line_rate_bps is not None and self.line_rate_bps <= 0:
             raise BadInput("--line-rate must be positive (Gb/s)")
+        if self.outstanding is not None and not 1 <= self.outstanding <= 4096:
+            raise BadInput(f"--outs {self.outstanding}: use 1-4096 outstanding reads per QP")
         if not 1024 <= self.port <= 65535:
             raise BadInput(f"--port {self.port}: use 1024-65535")
         return self
@@ -128,16 +131,27 @@ def check_reachable(runner: Runner, peer: str, host: Host) -> None:
 
 
 # -- one measurement ------------------------------------------------------------------
-def _start_server(runner: Runner, argv: list[str], host: Host, duration: int) -> Background:
-    bounded = ["timeout", str(duration + SERVER_GRACE)] + argv
+def _start_server(runner: Runner, argv: list[str], host: Host, duration: int,
+                  ready_marker: str | None = None, ready_timeout: float = 90) -> Background:
+    """Start a bounded server on the peer; wait until it says it listens (or a short grace without a marker)."""
+    bounded = ["timeout", str(duration + SERVER_GRACE + int(ready_timeout)), "stdbuf", "-oL"] + argv
     server = runner.start(bounded, host=host, label=f"{argv[0]}-server")
-    time.sleep(1.5 if host.name != "local" else 0.5)
-    if not server.alive() and not runner.dry_run:
+    if runner.dry_run:
+        return server
+    deadline = time.monotonic() + (ready_timeout if ready_marker else 1.5)
+    while time.monotonic() < deadline and server.alive():
+        if ready_marker and ready_marker in server.output()[0]:
+            break
+        time.sleep(0.3)
+    if not server.alive():
         server.finish()
         out, err = server.output()
         text = (err.strip() or out.strip()).splitlines()
         raise ToolError(f"`{argv[0]}` server on {host.name} did not start: {text[-1][:200] if text else 'no output'}",
                         hint="is another server bound to the port? pass --port, or --server-running if it is yours")
+    if ready_marker and ready_marker not in server.output()[0]:
+        _kill_server(runner, argv[0], int(argv[argv.index("-p") + 1]) if "-p" in argv else 0, host, server)
+        raise ToolError(f"`{argv[0]}` server on {host.name} did not report ready within {ready_timeout:.0f} s")
     return server
 
 
@@ -151,14 +165,15 @@ def _kill_server(runner: Runner, argv0: str, port: int, host: Host, server: Back
 def measure_rdma(runner: Runner, settings: Settings, size: int, qps: int, repeat: int,
                  client: Host, server_host: Host | None) -> tuple[Measurement, perftest.PerftestResult]:
     options = dict(size=size, qps=qps, duration=settings.duration, port=settings.port, rdma_cm=True,
-                   device=settings.device)
+                   device=settings.device,
+                   extra=["--outs", str(settings.outstanding)] if settings.outstanding else [])
     server = None
     if server_host is not None:
         server = _start_server(runner, perftest.perftest_argv("ib_read_bw", None, **{**options, "device": None}),
-                               server_host, settings.duration)
+                               server_host, settings.duration, ready_marker="Waiting for client")
     try:
         result = perftest.run_bw_client(runner, settings.peer, timeout=settings.duration + 60, host=client,
-                                        report_gbits=True, attempts=3, **options)
+                                        report_gbits=True, attempts=4, **options)
     finally:
         if server_host is not None:
             _kill_server(runner, "ib_read_bw", settings.port, server_host, server)

@@ -28,10 +28,12 @@ from fxprobe.errors import BadInput
 @click.option("--threshold", type=float, default=0.83, show_default=True, help="Pass at this line efficiency or above.")
 @click.option("--port", type=int, default=le.DEFAULT_PORT, show_default=True, help="TCP port of the test's control connection.")
 @click.option("--device", default=None, help="RDMA device on the client (default: chosen by rdma_cm from the address).")
+@click.option("--outs", "outstanding", type=int, default=None,
+              help="Outstanding RDMA READs per QP (default: the device maximum); lower it on a lossy emulated link.")
 @click.option("--streams", type=int, default=8, show_default=True, help="Parallel TCP streams (--transport tcp).")
 @pass_app
 def line_efficiency(app: App, peer, server_node, server_running, client_node, lab, transport, sizes, qps, duration,
-                    repeat, line_rate, threshold, port, device, streams) -> int:
+                    repeat, line_rate, threshold, port, device, outstanding, streams) -> int:
     """Measure RDMA READ goodput to PEER and report line and protocol efficiency against --threshold."""
     if server_node and server_running:
         raise BadInput("--server-node and --server-running exclude each other")
@@ -42,7 +44,7 @@ def line_efficiency(app: App, peer, server_node, server_running, client_node, la
     settings = le.Settings(peer=peer, transport=transport, size=sizes[0], qps=qps[0], duration=duration,
                            repeats=repeat, threshold=threshold,
                            line_rate_bps=line_rate * 1e9 if line_rate else None, port=port, device=device,
-                           streams=streams).validate()
+                           streams=streams, outstanding=outstanding).validate()
     client = nodes.resolve(client_node, lab)
     server = None if server_running else nodes.resolve(server_node, lab)
     run = app.new_run("line-efficiency")

@@ -1,0 +1,77 @@
+"""Issue 5 in the lab: RoCEv2/MTU readiness and line efficiency over soft-RoCE on a throttled link."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labcli import criteria, fx
+
+pytestmark = pytest.mark.lab
+
+
+def set_mtu(lab, n: int, mtu: int, host: str = "host1") -> None:
+    link = lab.link(n, host)
+    lab.exec(link["host"], ["ip", "link", "set", "dev", link["host_nic"], "mtu", str(mtu)], check=True)
+    lab.exec("array", ["ip", "link", "set", "dev", link["array_nic"], "mtu", str(mtu)], check=True)
+
+
+def test_netcheck_roce_passes_at_4200_and_names_a_1500_link(lab):
+    peers = [link["array_ip"] for link in lab.links("host1")]
+    argv = ["netcheck", "--roce", "--iface", "l1", "--iface", "l2"] + [a for p in peers for a in ("--peer", p)]
+    try:
+        for n in (1, 2):
+            set_mtu(lab, n, 4200)
+        code, data, err = fx(lab, "host1", *argv)
+        assert code == 0, err
+        c = criteria(data)
+        assert c["l1 MTU for RoCE MTU 4096"]["measured"] == 4200
+        gid = next(v for k, v in c.items() if k.endswith("RoCE v2 GID") and v["outcome"] == "pass")
+        assert gid["measured"].startswith("index ")
+        assert c[f"path MTU 4200 to {peers[1]} via l2"]["outcome"] == "pass"
+
+        set_mtu(lab, 2, 1500)
+        code, data, err = fx(lab, "host1", *argv)
+        assert code == 1
+        failed = [v for v in data["verdict"]["criteria"] if v["outcome"] == "fail"]
+        assert [v["name"] for v in failed] == ["l2 MTU for RoCE MTU 4096"]
+        assert failed[0]["measured"] == 1500 and failed[0]["threshold"] == 4192
+    finally:
+        for n in (1, 2):
+            set_mtu(lab, n, 9000)
+
+
+def _line_efficiency(lab, tmp_path, label: str, threshold: float):
+    """Run from this machine: client on host1, ib_read_bw server started on the array, both over SSH."""
+    from fxprobe.cli.main import main
+    link = lab.link(1, "host1")
+    run_dir = tmp_path / label
+    code = main(["--run-dir", str(run_dir), "line-efficiency", "--lab", lab.name, "--client-node", "host1",
+                 "--server-node", "array", "--peer", link["array_ip"], "--duration", "6", "--qps", "1",
+                 "--outs", "2", "--size", "64K", "--threshold", str(threshold)])
+    return code, json.loads((run_dir / "results.json").read_text())
+
+
+def test_line_efficiency_tracks_a_throttled_link_over_soft_roce(lab, tmp_path):
+    """The host NIC advertises 20 Mb/s; tbf at 20 Mb/s is the 'wire', 10 Mb/s the throttled link.
+
+    tbf drops what exceeds its queue (100 ms) and RoCE is built for a lossless fabric, so the
+    reads in flight are kept below the queue (1 QP x 2 outstanding x 64 KiB = 128 KiB)."""
+    link = lab.link(1, "host1")
+    lab.exec("host1", ["ethtool", "-s", link["host_nic"], "speed", "20", "duplex", "full"], check=True)
+    try:
+        lab.throttle(1, "20mbit", "host1")
+        full_code, full = _line_efficiency(lab, tmp_path, "full", 0.83)
+        lab.throttle(1, "10mbit", "host1")
+        half_code, half = _line_efficiency(lab, tmp_path, "half", 0.83)
+    finally:
+        lab.throttle(1, "off", "host1")
+        lab.exec("host1", ["ethtool", "-s", link["host_nic"], "speed", "100000", "duplex", "full"])
+    ceiling = full["summary"]["payload_ceiling_bps"] / full["line_rate_bps"]   # RoCEv2 payload share at the MTU
+    assert full["line_rate_bps"] == 20e6 and full["line_rate_source"].endswith("/speed")
+    assert full["transport"] == "rdma" and full["mtu"] == 4096
+    assert full_code == 0 and full["summary"]["line_efficiency"] == pytest.approx(ceiling, abs=0.06)
+    assert half_code == 1 and half["summary"]["line_efficiency"] == pytest.approx(0.5 * ceiling, abs=0.1)
+    # no ib_read_bw left on the peer
+    assert lab.exec("array", ["pgrep", "-f", "ib_read_bw"]).returncode == 1
