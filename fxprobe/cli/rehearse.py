@@ -1,0 +1,27 @@
+"""``fxprobe rehearse``: the main job — quick G1-G4 in the QEMU lab and a signed report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fxprobe.cli.app import App, finish_verdict, pass_app
+from fxprobe.rehearse import Rehearse
+
+
+@click.command()
+@click.option("--lab", "lab_name", default=None, metavar="NAME", help="Use this running lab instead of booting one.")
+@click.option("--soak", "soak_seconds", type=int, default=60, show_default=True, help="Seconds of the short soak.")
+@click.option("--key", type=click.Path(path_type=Path), default=None, envvar="FXPROBE_SIGNING_KEY",
+              help="Ed25519 private key that signs the report (default: a new one in the run folder).")
+@pass_app
+def rehearse(app: App, lab_name, soak_seconds, key) -> int:
+    """Boot the lab, run quick G1 (selftest), G2 (line efficiency), G3 (multi-node read-back) and G4
+    (soak, drive pull, link cut), judge the gates and write a signed report."""
+    run = app.new_run("rehearse")
+    result = Rehearse(app.runner(run), run.path, app.progress, key, soak_seconds, lab_name).run()
+    human = ["gate table (thresholds from gates.toml; an emulated lab is not expected to meet them):"]
+    human += ["  " + line for line in result.gate_table] or ["  (no gate table)"]
+    human.append(f"report: {result.report / 'report.html' if result.report else '-'}")
+    return finish_verdict(app, run, "rehearse", result.verdict(), result.to_dict(), human)
