@@ -613,8 +613,10 @@ class Soak:
         self.log: RecordLog | None = None
         self.monitor = Monitor(config.stall_s)
         self.covered_before = 0.0
-        self._health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soak-health")
-        self._pending_health = None
+        # side readings run in worker threads: reading an NVMe temperature or smart-log sends an
+        # admin command, which waits (up to the admin timeout) while a controller reconnects
+        self._side = ThreadPoolExecutor(max_workers=2, thread_name_prefix="soak-side")
+        self._pending: dict[str, object] = {}
 
     # -- entry points ------------------------------------------------------------
     def start(self) -> SoakSummary:
@@ -684,12 +686,13 @@ class Soak:
                     reason = f"fio ended early {restarts} times; gave up with {left:.0f} s left"
                     break
                 time.sleep(1.0)
+            self._collect_side_readings()
             now = time.time()
             for key in list(self.monitor.open):
                 self.log.append(self.monitor.closed(key, now, "soak ended"))
             self.log.append({"type": "end", "t": stamp(now), "ts": now, "reason": reason})
         finally:
-            self._health_pool.shutdown(wait=False, cancel_futures=True)
+            self._side.shutdown(wait=False, cancel_futures=True)
             self.log.close()
         return summarize(read_records(self.run.path / RECORDS))
 
@@ -772,16 +775,13 @@ class Soak:
                     next_path = now + 1.0
                     for record in self.monitor.paths(self.state["baseline_paths"], telemetry.path_states(), now):
                         self.log.append(record)
-                if now >= next_telemetry:
+                self._collect_side_readings()
+                if now >= next_telemetry and "telemetry" not in self._pending:
                     next_telemetry = now + self.config.sample_s
-                    self.log.append(self._telemetry(now))
-                if self._pending_health is not None and self._pending_health.done():
-                    if self._pending_health.result():
-                        self.log.append(self._pending_health.result())
-                    self._pending_health = None
-                if now >= next_health and self._pending_health is None:
+                    self._pending["telemetry"] = self._side.submit(self._telemetry, now)
+                if now >= next_health and "health" not in self._pending:
                     next_health = now + self.config.health_s
-                    self._pending_health = self._health_pool.submit(self._health)
+                    self._pending["health"] = self._side.submit(self._health)
                 if now >= next_progress:
                     next_progress = now + min(60.0, max(1.0, self.config.planned_s / 100))
                     self._progress(started, last_ts)
@@ -798,6 +798,14 @@ class Soak:
         return first_ts, last_ts
 
     # -- side readings ----------------------------------------------------------
+    def _collect_side_readings(self) -> None:
+        for key, future in list(self._pending.items()):
+            if future.done():
+                del self._pending[key]
+                record = future.result()
+                if record:
+                    self.log.append(record)
+
     def _telemetry(self, now: float) -> dict:
         return {"type": "telemetry", "t": stamp(now), "ts": now, "host": telemetry.host_counters(),
                 "nvme_temp_c": telemetry.nvme_temperatures(), "paths": telemetry.path_states(),

@@ -35,9 +35,14 @@ def host_counters() -> dict:
 
 
 def nvme_temperatures() -> dict[str, float]:
-    """Composite temperature (deg C) of each NVMe controller that exposes a hwmon node."""
+    """Composite temperature (deg C) of each live NVMe controller that exposes a hwmon node.
+
+    Each read sends a Get Log Page to the controller: a controller that is not live is skipped
+    (the read would wait for the admin timeout)."""
     temps = {}
     for ctrl in sysfs.listdir("/sys/class/nvme"):
+        if sysfs.read(f"/sys/class/nvme/{ctrl}/state") != "live":
+            continue
         for hwmon in sysfs.listdir(f"/sys/class/nvme/{ctrl}"):
             if hwmon.startswith("hwmon"):
                 raw = sysfs.read(f"/sys/class/nvme/{ctrl}/{hwmon}/temp1_input")
