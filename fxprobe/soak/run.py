@@ -1,0 +1,354 @@
+"""A soak run: configuration, state for --resume, orphan handling, and the monitoring loop."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import selectors
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from fxprobe import telemetry
+from fxprobe.errors import BadInput, NotRunnable, ToolError
+from fxprobe.rundir import RESULTS, RunDir, write_json
+from fxprobe.runner import Runner
+from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
+                                 MAX_RESTARTS, RECORDS, STATE, hms, stamp)
+from fxprobe.soak.monitor import Monitor
+from fxprobe.soak.records import RecordLog, read_records, repair_tail
+from fxprobe.soak.stream import JsonStream, parse_status_doc
+from fxprobe.soak.summary import SoakSummary, summarize
+from fxprobe.tools import fio
+
+
+@dataclass(frozen=True)
+class SoakConfig:
+    profile: str
+    target: str
+    planned_s: float
+    stall_s: float = DEFAULT_STALL_S
+    sample_s: float = DEFAULT_SAMPLE_S
+    health_s: float = DEFAULT_HEALTH_S
+    scale: float = 1.0
+    max_bytes: int | None = None
+    allow: tuple[str, ...] = ()
+    overrides: dict = field(default_factory=dict)
+
+    def validate(self) -> "SoakConfig":
+        for name in ("stall_s", "sample_s", "health_s"):
+            if not getattr(self, name) > 0:
+                raise BadInput(f"--{name[:-2]} must be more than 0 seconds (got {getattr(self, name)})")
+        return self
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["allow"] = list(self.allow)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SoakConfig":
+        data = dict(data)
+        data["allow"] = tuple(data.get("allow", ()))
+        return cls(**data)
+
+
+def load_state(path: Path) -> tuple[RunDir, dict]:
+    """Open RUNDIR for --resume; BadInput (one line) when it is not a resumable soak run."""
+    run = RunDir.open(path)
+    state_path = run.path / STATE
+    records = run.path / RECORDS
+    if not state_path.exists() or not records.exists():
+        raise BadInput(f"{path}: not a soak run (no {STATE} and {RECORDS})",
+                       hint="pass the run directory a `fxprobe soak` made")
+    try:
+        state = json.loads(state_path.read_text())
+        SoakConfig.from_dict(state["config"])
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise BadInput(f"{state_path}: not a valid soak state ({type(exc).__name__}: {exc})") from None
+    if (run.path / RESULTS).exists():
+        raise BadInput(f"{path}: this soak has finished already (results.json exists)",
+                       hint="start a new soak instead of resuming this one")
+    owner = _same_process(state.get("fxprobe_pid"), None, None)
+    if owner is not None and owner.pid != os.getpid() and "soak" in " ".join(owner.cmdline()):
+        raise BadInput(f"{path}: the soak is still running (fxprobe pid {owner.pid})",
+                       hint="resume only after it stopped")
+    return run, state
+
+
+def plan_soak(config: SoakConfig, runtime: float | None = None):
+    """The profile's job for ``runtime`` (default: the whole period), the target checked before
+    anything is written (BadInput/UnsafeTarget)."""
+    from fxprobe import workload
+    config.validate()
+    return workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
+                             scale=config.scale, max_bytes=config.max_bytes, overrides=config.overrides,
+                             allow=config.allow)
+
+
+def _same_process(pid: int | None, argv: list[str] | None, create_time: float | None) -> psutil.Process | None:
+    """The process ``pid`` if it is still the one recorded (same command line and start time)."""
+    if not pid:
+        return None
+    try:
+        process = psutil.Process(pid)
+        if argv is not None and process.cmdline() != argv:
+            return None
+        if create_time is not None and abs(process.create_time() - create_time) > 1.0:
+            return None
+        return process if process.status() != psutil.STATUS_ZOMBIE else None
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def kill_orphan(fio_state: dict) -> str:
+    """Stop an fio left running by a crashed soak (its process group: fio's job processes too)."""
+    process = _same_process(fio_state.get("pid"), fio_state.get("argv"), fio_state.get("create_time"))
+    if process is None:
+        return "no orphaned fio (it had ended or its pid now belongs to another program)"
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=10)
+            break
+        except psutil.TimeoutExpired:
+            continue
+    return f"orphaned fio pid {process.pid} stopped"
+
+
+class Soak:
+    """One soak run in a run directory: fresh (``start``) or continued (``resume``)."""
+
+    def __init__(self, run: RunDir, runner: Runner, config: SoakConfig,
+                 progress: Callable[[str], None] = lambda text: None, state: dict | None = None):
+        self.run, self.runner, self.config, self.progress = run, runner, config.validate(), progress
+        self.state = state or {"command": "soak", "version": 1, "config": config.to_dict(), "segments": 0,
+                               "baseline_paths": {}, "fio": {}}
+        self.log: RecordLog | None = None
+        self.monitor = Monitor(config.stall_s)
+        self.covered_before = 0.0
+        # side readings run in worker threads: reading an NVMe temperature or smart-log sends an
+        # admin command, which waits (up to the admin timeout) while a controller reconnects
+        self._side = ThreadPoolExecutor(max_workers=2, thread_name_prefix="soak-side")
+        self._pending: dict[str, object] = {}
+
+    # -- entry points ------------------------------------------------------------
+    def start(self) -> SoakSummary:
+        plan = plan_soak(self.config)
+        reason = fio.probe_fio(self.runner)
+        if reason:
+            raise NotRunnable(reason)
+        self.state["baseline_paths"] = {k: v for k, v in telemetry.path_states().items() if v["state"] == "live"}
+        self._save_state()
+        self.log = RecordLog(self.run.path / RECORDS)
+        now = time.time()
+        self.log.append({"type": "start", "t": stamp(now), "ts": now, "profile": plan.derivation.profile,
+                         "target": self.config.target, "planned_s": self.config.planned_s,
+                         "stall_s": self.config.stall_s, "sample_s": self.config.sample_s,
+                         "health_s": self.config.health_s, "pid": os.getpid(),
+                         "paths": self.state["baseline_paths"], "md": telemetry.md_states(),
+                         "target_check": plan.check.to_dict()})
+        if not plan.derivation.writes:
+            self.progress(f"laying out the working set on {self.config.target} (not timed)")
+            job = self.run.raw_path(f"{plan.derivation.profile}.layout.fio")
+            job.write_text(plan.layout_job)
+            fio.run_fio(self.runner, [str(job)], timeout=600 + plan.derivation.total_bytes / 20e6,
+                        output_format="json", label="fio-layout")
+        return self._loop(0.0)
+
+    def resume(self) -> SoakSummary:
+        path = self.run.path / RECORDS
+        orphan = kill_orphan(self.state.get("fio") or {})
+        repair_tail(path)
+        records = read_records(path)
+        done = summarize(records)
+        self.monitor.next_id = max([r.get("id", 0) for r in records if r.get("type") == "interruption"] + [0]) + 1
+        self.log = RecordLog(path)
+        last_ts = max((r.get("end_ts") or r.get("ts") or r.get("start_ts") or 0) for r in records)
+        now = time.time()
+        self.log.append({"type": "resume", "t": stamp(now), "ts": now, "pid": os.getpid(), "orphan": orphan,
+                         "covered_s": done.duration_s})
+        for item in done.interruptions:
+            if item.end is None:
+                self.log.append({"type": "interruption-end", "id": item.id, "end": stamp(last_ts), "end_ts": last_ts,
+                                 "seconds": None, "detail": "end not observed: fxprobe stopped"})
+        self.monitor.count = len(done.interruptions)
+        self.log.append(self.monitor.instant("gap", last_ts, now,
+                                             f"fxprobe was not running for {now - last_ts:.1f} s (crash or kill); "
+                                             f"no load was monitored; {orphan}"))
+        self.progress(f"resuming: {hms(done.duration_s)} of {hms(self.config.planned_s)} covered, "
+                      f"{orphan}")
+        return self._loop(done.duration_s)
+
+    # -- the loop ------------------------------------------------------------------
+    def _loop(self, covered: float) -> SoakSummary:
+        self.state["fxprobe_pid"] = os.getpid()
+        self._save_state()
+        restarts = 0
+        reason = "planned time covered"
+        try:
+            while self.config.planned_s - covered > END_TOLERANCE_S:
+                segment = self.state["segments"] + 1
+                self.covered_before = covered
+                code, ran = self._segment(segment, self.config.planned_s - covered)
+                covered += ran
+                left = self.config.planned_s - covered
+                if left <= END_TOLERANCE_S:
+                    break
+                restarts += 1
+                if restarts > MAX_RESTARTS:
+                    reason = f"fio ended early {restarts} times; gave up with {left:.0f} s left"
+                    break
+                time.sleep(1.0)
+            self._collect_side_readings()
+            now = time.time()
+            for key in list(self.monitor.open):
+                self.log.append(self.monitor.closed(key, now, "soak ended"))
+            self.log.append({"type": "end", "t": stamp(now), "ts": now, "reason": reason})
+        finally:
+            self._side.shutdown(wait=False, cancel_futures=True)
+            self.log.close()
+        return summarize(read_records(self.run.path / RECORDS))
+
+    def _segment(self, segment: int, remaining_s: float) -> tuple[int | None, float]:
+        """Run fio for ``remaining_s``; returns (exit code, seconds covered by samples)."""
+        runtime = max(1, math.ceil(remaining_s))
+        plan = plan_soak(self.config, runtime)
+        job = self.run.raw_path(f"soak.seg{segment}.fio")
+        job.write_text(plan.measure_job.replace("[global]\n", "[global]\ncontinue_on_error=io\ngroup_reporting=1\n", 1))
+        argv = ["fio", "--output-format=json", "--status-interval=1", str(job)]
+        background = self.runner.start(argv, label=f"fio-soak-seg{segment}", stdout_pipe=True)
+        started = time.time()
+        try:
+            create_time = psutil.Process(background.pid).create_time()
+        except psutil.NoSuchProcess:
+            create_time = None
+        self.state["segments"] = segment
+        self.state["fio"] = {"pid": background.pid, "argv": argv, "create_time": create_time, "segment": segment}
+        self._save_state()
+        for record in self.monitor.new_segment(segment, started):
+            self.log.append(record)
+        self.log.append({"type": "segment", "seg": segment, "t": stamp(started), "ts": started,
+                         "planned_s": runtime, "pid": background.pid, "argv": argv})
+        first_ts = last_ts = None
+        try:
+            first_ts, last_ts = self._watch(background, started, runtime)
+        finally:
+            if background.alive():
+                background.stop(timeout=10)
+            background.process.stdout.close()
+        code = background.finish()
+        ended = time.time()
+        ran = (last_ts - started) if last_ts else 0.0
+        if runtime - (ended - started) > END_TOLERANCE_S:
+            _, err = background.output()
+            tail = (err.strip().splitlines() or ["no message"])[-1][:200]
+            for record in self.monitor.fio_ended(ended, f"fio exited with code {code} after {ended - started:.1f} "
+                                                        f"of {runtime} s: {tail}"):
+                self.log.append(record)
+            if segment == 1 and first_ts is None and code:
+                raise ToolError(f"fio could not run the soak load (exit {code}): {tail}",
+                                hint=f"job file {job}")
+        return code, ran
+
+    def _watch(self, background, started: float, runtime: float) -> tuple[float | None, float | None]:
+        fd = background.process.stdout.fileno()
+        os.set_blocking(fd, False)
+        stream = JsonStream()
+        selector = selectors.DefaultSelector()
+        selector.register(fd, selectors.EVENT_READ)
+        deadline = started + runtime + max(60.0, runtime * 0.05)
+        next_path = next_telemetry = started
+        next_health = started + min(self.config.health_s, 60.0)
+        next_progress = started + 1.0
+        first_ts = last_ts = None
+        eof = False
+        try:
+            while not eof:
+                selector.select(timeout=0.5)
+                chunks = []
+                while True:
+                    try:
+                        data = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        break
+                    if not data:
+                        eof = True
+                        break
+                    chunks.append(data)
+                for doc in stream.feed(b"".join(chunks)) if chunks else ():
+                    point = parse_status_doc(doc)
+                    first_ts = first_ts or point.ts
+                    last_ts = point.ts
+                    for record in self.monitor.observe(point, time.time()):
+                        self.log.append(record)
+                now = time.time()
+                for record in self.monitor.tick(now):
+                    self.log.append(record)
+                if now >= next_path:
+                    next_path = now + 1.0
+                    for record in self.monitor.paths(self.state["baseline_paths"], telemetry.path_states(), now):
+                        self.log.append(record)
+                self._collect_side_readings()
+                if now >= next_telemetry and "telemetry" not in self._pending:
+                    next_telemetry = now + self.config.sample_s
+                    self._pending["telemetry"] = self._side.submit(self._telemetry, now)
+                if now >= next_health and "health" not in self._pending:
+                    next_health = now + self.config.health_s
+                    self._pending["health"] = self._side.submit(self._health)
+                if now >= next_progress:
+                    next_progress = now + min(60.0, max(1.0, self.config.planned_s / 100))
+                    self._progress(started, last_ts)
+                if now > deadline:
+                    self.log.append({"type": "note", "t": stamp(now), "ts": now,
+                                     "detail": f"fio still running {now - started - runtime:.0f} s after its "
+                                               "runtime: stopped"})
+                    break
+        finally:
+            selector.close()
+        for text in stream.skipped:
+            self.log.append({"type": "note", "t": stamp(time.time()), "ts": time.time(),
+                             "detail": f"not JSON on fio's stdout: {text}"})
+        return first_ts, last_ts
+
+    # -- side readings ----------------------------------------------------------
+    def _collect_side_readings(self) -> None:
+        for key, future in list(self._pending.items()):
+            if future.done():
+                del self._pending[key]
+                record = future.result()
+                if record:
+                    self.log.append(record)
+
+    def _telemetry(self, now: float) -> dict:
+        return {"type": "telemetry", "t": stamp(now), "ts": now, "host": telemetry.host_counters(),
+                "nvme_temp_c": telemetry.nvme_temperatures(), "paths": telemetry.path_states(),
+                "md": telemetry.md_states()}
+
+    def _health(self) -> dict | None:
+        """``nvme smart-log`` of the live controllers (in a worker thread: a slow controller
+        must not hold up stall and path detection)."""
+        live = [name for name, path in telemetry.path_states().items() if path["state"] == "live"]
+        if not live or telemetry.probe_nvme_cli(self.runner):
+            return None
+        smart = telemetry.smart_logs(self.runner, controllers=live)
+        now = time.time()
+        return {"type": "health", "t": stamp(now), "ts": now, "smart": smart}
+
+    def _progress(self, started: float, last_ts: float | None) -> None:
+        elapsed = self.covered_before + ((last_ts - started) if last_ts else 0.0)
+        bw = self.monitor.last_bw
+        self.progress(f"soak: elapsed {hms(elapsed)}, remaining {hms(self.config.planned_s - elapsed)}, "
+                      f"{(bw or 0) / 1e6:,.1f} MB/s, interruptions so far {self.monitor.count}")
+
+    def _save_state(self) -> None:
+        write_json(self.run.path / STATE, self.state)
