@@ -63,7 +63,11 @@ def run(app: App, scenario, lab_flag, lab_name, dry_run, allow, allow_visible):
         human.append("  " + Criterion(**{k: v for k, v in c.items() if k != "margin"} |
                                       {"outcome": Outcome(c["outcome"])}).line())
     impact = results["impact"]
-    human.append(f"  time to recover after restore: {format_number(impact['recover_s'], 's')}")
+    if impact["recover_s"] is not None:
+        human.append(f"  time to recover after restore: {format_number(impact['recover_s'], 's')}")
+    else:
+        human.append(f"  did not recover to {format_number(loaded.criteria['min_throughput_pct'], '%')} of the "
+                     f"pre-fault throughput before the load ended")
     if results["advice"]:
         human += ["timeouts:"] + [f"  {line}" for line in results["advice"]["lines"]]
     human += [f"restored: {line}" for line in results["restore_log"]]
