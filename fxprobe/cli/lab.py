@@ -92,6 +92,9 @@ def status(app: App, name, native):
     pulled = [str(d["slot"]) for d in data["drives"] if d["state"] != "present"]
     human.append(f"  drives: {len(data['drives']) - len(pulled)}/{len(data['drives'])} present"
                  + (f", not present: slots {', '.join(pulled)}" if pulled else ""))
+    for drive in data["drives"]:
+        human.append(f"    slot {drive['slot']:2d} {drive['serial']} {drive['state']:8} {drive['device'] or '-':10} "
+                     f"{drive['export'] or 'free'}" + (f" md {drive['md_state']}" if drive["md_state"] else ""))
     for link in data["links"]:
         human.append(f"  link {link['host']}/{link['n']} {link['array_ip']}<->{link['host_ip']}: "
                      f"{'up' if link['up'] else 'DOWN'} ({link['host_operstate']}, {link['speed_mbps']} Mb/s"

@@ -424,13 +424,18 @@ class Lab:
 
     def _connect_hosts(self, nqn: str, progress) -> None:
         export = self.export(nqn)
-        for host in [g for g in self.state["guests"] if g != "array"]:
+
+        def connect(host: str) -> None:
             for link in self.links(host):
                 progress(f"hosts: {host} connecting to {link['array_ip']} (link {link['n']}, {export['transport']})")
                 self.exec(host, ["nvme", "connect", "-t", export["transport"], "-a", link["array_ip"],
                                  "-s", str(NVME_PORT), "-n", nqn], timeout=60, check=True, label=f"connect-{host}")
-            export["connected"].append(host)
             self.wait_paths(host, nqn, len(self.links(host)))
+
+        hosts = [g for g in self.state["guests"] if g != "array"]
+        with ThreadPoolExecutor(max_workers=len(hosts)) as pool:  # hosts connect at the same time
+            list(pool.map(connect, hosts))
+        export["connected"] += hosts
         self.save()
 
     def export(self, key: str) -> dict:
