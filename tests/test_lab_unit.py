@@ -226,3 +226,9 @@ def test_native_lab_refuses_on_a_kernel_without_modules(capsys, monkeypatch, tmp
     monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
     assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--native", "--name", "nat"]) == EXIT_NOT_RUN
     assert "no loadable modules" in capsys.readouterr().err
+
+
+def test_lab_folder_too_long_for_a_unix_socket(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / ("x" * 100)))
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "long"]) == EXIT_USAGE
+    assert "too long for a unix socket" in capsys.readouterr().err

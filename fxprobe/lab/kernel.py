@@ -80,6 +80,10 @@ def cached_kernels() -> list[LabKernel]:
 def ensure_kernel(runner: Runner, progress=lambda text: None) -> LabKernel:
     """Return the cached lab kernel, fetching it once if needed."""
     resolved = runner.run(["apt-cache", "depends", META_PACKAGE], timeout=60, always=True)
+    if not (resolved.ok and "Depends:" in resolved.stdout) and not cached_kernels() and os.geteuid() == 0:
+        progress("kernel: apt-cache does not know linux-image-amd64 yet: apt-get update")
+        runner.run(["apt-get", "update", "-q"], timeout=600)
+        resolved = runner.run(["apt-cache", "depends", META_PACKAGE], timeout=60, always=True)
     if resolved.ok and "Depends:" in resolved.stdout:
         package = parse_image_package(resolved.stdout)
     else:

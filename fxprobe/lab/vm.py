@@ -12,7 +12,11 @@ Python API (what the other features use)::
     lab.status()                            # dict: guests, drives, md, links, paths
     lab.down()
 
-Everything a new process needs is in ``<lab folder>/state.json``.
+Everything a new process needs is in ``<lab folder>/state.json`` (lab folder:
+``$FXPROBE_LAB_HOME/<name>``, default ``~/.local/state/fxprobe/labs/<name>``, mode 0700).
+
+Guests see the host's ``/`` read-only over 9p with ``cache=loose`` (fast under TCG): a source
+file edited on the host after a guest read it may stay stale in that guest until the lab restarts.
 """
 
 from __future__ import annotations
@@ -246,6 +250,10 @@ class Lab:
         spec.validate()
         check_tools()
         folder = lab_home() / spec.name
+        longest = folder / "array" / "qmp.sock"
+        if len(str(longest)) > 100:
+            raise BadInput(f"{longest}: too long for a unix socket (100 characters at most)",
+                           hint="set FXPROBE_LAB_HOME to a shorter folder")
         if (folder / STATE).exists():
             existing = cls.load(spec.name, runner)
             if any(_alive(g.get("pid")) for g in existing.state["guests"].values()):
