@@ -35,18 +35,36 @@ FIO_PORT = 8765
 
 @dataclass(frozen=True)
 class Node:
-    """One load-generating node: where ``fio --server`` runs and the address ``fio --client`` dials."""
+    """One load-generating node: where ``fio --server`` runs and the address ``fio --client`` dials.
+
+    ``fio --server`` listens on ``listen_address:listen_port`` when they are given (a lab guest
+    listens on 0.0.0.0 inside, reached through a forwarded loopback port), else on the dial
+    endpoint ``address:port``. ``label`` names the node in reports (e.g. the lab guest).
+    """
 
     host: Host
     address: str
     port: int = FIO_PORT
+    listen_address: str | None = None
+    listen_port: int | None = None
+    label: str | None = None
 
     @property
     def name(self) -> str:
-        return self.address
+        return self.label or self.address
+
+    @property
+    def listen(self) -> str:
+        """The ``--server=ip:ADDR,PORT`` endpoint."""
+        return f"ip:{self.listen_address or self.address},{self.listen_port or self.port}"
 
     def to_dict(self) -> dict:
-        return {"host": self.host.to_dict(), "address": self.address, "port": self.port}
+        data = {"host": self.host.to_dict(), "address": self.address, "port": self.port}
+        if self.listen_address or self.listen_port:
+            data["listen"] = self.listen
+        if self.label:
+            data["label"] = self.label
+        return data
 
 
 @dataclass(frozen=True)
@@ -248,11 +266,15 @@ def ceiling_from_netcheck(results: dict, iface: str | None = None, source: str =
 # --------------------------------------------------------------------------- the run
 def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: tuple[str, ...],
                    view: SystemView | None, runner: Runner | None = None,
-                   strict: bool = True) -> tuple[Target, TargetCheck]:
+                   strict: bool = True, layout: bool = True) -> tuple[Target, TargetCheck]:
     """Check the target on every node before anything touches it (a remote node answers the
     same sysfs/mountinfo questions over its host); BadInput/UnsafeTarget when it cannot be used.
-    Returns the first node's check."""
+    A read profile on a block device with layout=False writes nothing, so the device needs no
+    allow-listing (a namespace other users share). Returns the first node's check."""
     is_block = target.startswith("/dev/")
+    if not layout and not is_block:
+        raise BadInput(f"--no-layout applies to a block device; {target} is a directory whose files "
+                       "must be laid out first")
     if d.block_target and not is_block:
         raise BadInput(f"profile {d.profile} uses the raw-block backend: --target must be a block device "
                        f"under /dev, not {target}")
@@ -260,7 +282,7 @@ def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: 
     for node in nodes:
         local = isinstance(node.host, LocalHost)
         node_view = (view or SystemView()) if local else RemoteSystemView(runner or Runner(None), node.host)
-        check = check_target(target, destructive=is_block or d.writes, allow=allow, view=node_view)
+        check = check_target(target, destructive=d.writes or (is_block and layout), allow=allow, view=node_view)
         if not check.safe and not local:
             check = replace(check, path=f"{node.name}:{target}")
         if strict or check.safe:
@@ -282,42 +304,67 @@ def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: 
     return Target(target, is_block), checks[0]
 
 
-def _wait_port(address: str, port: int, timeout: float) -> bool:
+def _wait_server(address: str, port: int, timeout: float) -> bool:
+    """True once something listens at address:port and keeps the connection open. A forwarded
+    port (QEMU hostfwd) accepts at once and closes when nothing listens in the guest, so a bare
+    connect is not enough: fio's server sends nothing until the client speaks, a dead end closes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection((address, port), timeout=1):
-                return True
+            with socket.create_connection((address, port), timeout=1) as sock:
+                sock.settimeout(0.5)
+                if sock.recv(1):
+                    return True
+        except socket.timeout:
+            return True
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.2)
     return False
 
 
+def _pidfile(node: Node) -> str:
+    return f"/tmp/fxprobe-fio-server-{node.listen_port or node.port}.pid"
+
+
 class FioServers:
-    """``fio --server`` on every node for the duration of a run (a ``timeout`` guards against leaks)."""
+    """``fio --server`` on every node for the duration of a run (a ``timeout`` guards against leaks).
+
+    A remote server is started through ``sh`` that records its pid in the node's /tmp, and is
+    stopped by that pid: killing the local ``ssh`` alone would leave it running until the timeout."""
 
     def __init__(self, runner: Runner, nodes: Sequence[Node], lifetime_s: float):
         self.runner, self.nodes, self.lifetime_s = runner, list(nodes), lifetime_s
-        self.servers: list[Background] = []
+        self.servers: list[tuple[Node, Background]] = []
+        dial = [(n.address, n.port) for n in self.nodes]
+        if len(set(a for a, _ in dial)) != len(dial):
+            raise BadInput("fio client/server: every node needs its own address (fio names the logs it "
+                           f"brings back after the address): {', '.join(f'{a}:{p}' for a, p in dial)}")
 
     def __enter__(self) -> "FioServers":
         try:
             for node in self.nodes:
-                argv = ["timeout", str(int(self.lifetime_s)), "fio", f"--server=ip:{node.address},{node.port}"]
-                self.servers.append(self.runner.start(argv, host=node.host, label=f"fio-server-{node.name}"))
+                server = ["timeout", str(int(self.lifetime_s)), "fio", f"--server={node.listen}"]
+                if not isinstance(node.host, LocalHost):
+                    server = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', _pidfile(node)] + server
+                self.servers.append((node, self.runner.start(server, host=node.host,
+                                                             label=f"fio-server-{node.name}")))
             if not self.runner.dry_run:
-                for node, server in zip(self.nodes, self.servers):
-                    if not _wait_port(node.address, node.port, 15):
+                for node, server in self.servers:
+                    if not _wait_server(node.address, node.port, 20):
                         out, err = server.output()
-                        raise ToolError(f"fio --server on {node.name} did not listen on port {node.port}: "
-                                        f"{(err or out).strip()[-200:] or 'no output'}")
+                        raise ToolError(f"fio --server on {node.name} ({node.listen}) did not answer at "
+                                        f"{node.address}:{node.port}: {(err or out).strip()[-200:] or 'no output'}")
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, *exc) -> None:
-        for server in self.servers:
+        for node, server in self.servers:
+            if not isinstance(node.host, LocalHost):
+                self.runner.run(["sh", "-c", 'test -f "$0" || exit 0; kill "$(cat "$0")" 2>/dev/null; rm -f "$0"',
+                                 _pidfile(node)], timeout=30, host=node.host, label=f"fio-server-stop-{node.name}")
             server.stop(timeout=5)
 
     def client_args(self, job_path: str) -> list[str]:
@@ -367,13 +414,15 @@ class Plan:
     target: Target
     check: TargetCheck
     nodes: tuple[Node, ...]
-    layout_job: str
+    layout_job: str | None   # None: read what is on the device, write nothing
     measure_job: str
 
     def lines(self) -> list[str]:
         return (list(self.derivation.lines) + self.check.lines()
-                + [f"nodes: {', '.join(n.name for n in self.nodes)}", "", "layout job (not timed):"]
-                + self.layout_job.splitlines()[-20:] + ["", "measured job:"] + self.measure_job.splitlines())
+                + [f"nodes: {', '.join(n.name for n in self.nodes)}", ""]
+                + (["layout job (not timed):"] + self.layout_job.splitlines()[-20:] if self.layout_job
+                   else ["layout: none (reads the data already on the device; nothing is written)"])
+                + ["", "measured job:"] + self.measure_job.splitlines())
 
     def to_dict(self) -> dict:
         return {"derivation": self.derivation.to_dict(), "target": self.target.to_dict(),
@@ -385,7 +434,7 @@ def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | Non
              repeats: int | None = None, scale: float = 1.0, max_bytes: int | None = None,
              runtime: float | None = None, ramp: float | None = None, overrides: dict | None = None,
              allow: tuple[str, ...] = (), view: SystemView | None = None,
-             runner: Runner | None = None, strict: bool = True) -> Plan:
+             runner: Runner | None = None, strict: bool = True, layout: bool = True) -> Plan:
     """Derive the job and check the target; nothing is written anywhere. With strict=False a
     refused target is returned in the plan (for --dry-run) instead of raising."""
     if isinstance(profile, str):
@@ -394,8 +443,9 @@ def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | Non
                repeats=repeats, overrides=overrides)
     node_list = tuple(nodes) if nodes else (Node(LOCAL, "local"),)
     the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner,
-                                       strict=strict)
-    return Plan(d, the_target, check, node_list, job_text(d, the_target, mode="layout"),
+                                       strict=strict, layout=layout)
+    return Plan(d, the_target, check, node_list,
+                job_text(d, the_target, mode="layout") if layout and not d.writes else None,
                 job_text(d, the_target))
 
 
@@ -404,7 +454,7 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
                 scale: float = 1.0, max_bytes: int | None = None, runtime: float | None = None,
                 ramp: float | None = None, overrides: dict | None = None,
                 allow: tuple[str, ...] = (), ceiling_bps: float | None = None,
-                view: SystemView | None = None, log_msec: int | None = None,
+                view: SystemView | None = None, log_msec: int | None = None, layout: bool = True,
                 progress: Callable[[str], None] = lambda text: None) -> WorkloadResult:
     """Run a profile on a target (a directory or a block device) from one or many nodes.
 
@@ -414,7 +464,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
     anything is written.
     """
     plan = plan_run(profile, target, nodes=nodes, repeats=repeats, scale=scale, max_bytes=max_bytes,
-                    runtime=runtime, ramp=ramp, overrides=overrides, allow=allow, view=view, runner=runner)
+                    runtime=runtime, ramp=ramp, overrides=overrides, allow=allow, view=view, runner=runner,
+                    layout=layout)
     if runner.dry_run:
         raise BadInput("run_profile needs a real runner; use plan_run for a dry run")
     d, the_target, check, node_list = plan.derivation, plan.target, plan.check, list(plan.nodes)
@@ -425,7 +476,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
     workdir = runner.rundir.raw if runner.rundir else Path(tempfile.mkdtemp(prefix="fxprobe-run-"))
     workdir.mkdir(parents=True, exist_ok=True)
     layout_job = workdir / f"{d.profile}.layout.fio"
-    layout_job.write_text(plan.layout_job)
+    if plan.layout_job:
+        layout_job.write_text(plan.layout_job)
     measure_job = workdir / f"{d.profile}.fio"
     measure_job.write_text(plan.measure_job)
     notes: list[str] = []
@@ -441,6 +493,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
         if d.writes:
             layout = ("none (write profile on a device: the region is overwritten)" if the_target.block else
                       "none (write profile: fio creates fresh files before timing starts and unlinks them after)")
+        elif not plan.layout_job:
+            layout = "none (reads the data already on the device; nothing is written)"
         else:
             progress(f"laying out {human_bytes(d.total_bytes)} on {target} (not timed)")
             started = time.monotonic()
@@ -464,7 +518,7 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             job.write_text(job_text(d, the_target, log_prefix=str(workdir / prefix), log_msec=log_msec))
             progress(f"repeat {index}/{d.repeats}: {d.ramp:g} s ramp + {d.runtime:g} s")
             result = _fio(runner, job, servers, timeout, f"fio-{prefix}")
-            results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job))
+            results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job, node_list))
     return _summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes)
 
 
@@ -481,18 +535,19 @@ def _direction(d: Derivation) -> str:
 
 
 def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, prefix: str,
-            log_msec: int, cache: str, job: Path) -> RepeatResult:
+            log_msec: int, cache: str, job: Path, nodes: Sequence[Node] = ()) -> RepeatResult:
     direction = _direction(d)
     bins = result.merged_bins(direction)
+    labels = {(n.address, n.port): n.label for n in nodes if n.label}
     per_node: dict[str, float] = {}
     for j in result.jobs:
         stats = j.direction(direction)
         if stats is not None:
-            key = f"{j.hostname}:{j.port}" if j.hostname else "local"
+            key = (labels.get((j.hostname, j.port)) or f"{j.hostname}:{j.port}") if j.hostname else "local"
             per_node[key] = per_node.get(key, 0.0) + stats.bw_bytes
-    logs = [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{prefix}_bw.*.log*"))]
+    logs = _job_logs(workdir, f"{prefix}_bw")
     series = bandwidth_series(logs, log_msec)
-    iops_logs = [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{prefix}_iops.*.log*"))]
+    iops_logs = _job_logs(workdir, f"{prefix}_iops")
     iops_series = bandwidth_series(iops_logs, log_msec, factor=1)
     runtime_s = max((j.direction(direction).runtime_ms for j in result.jobs if j.direction(direction)), default=0) / 1000
     ios = result.total(direction, "total_ios")
@@ -503,6 +558,13 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         percentiles_ns={p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}, series=series,
         iops_series=iops_series,
         job_file=str(job), cache=cache, bins=bins)
+
+
+def _job_logs(workdir: Path, stem: str) -> list[pd.DataFrame]:
+    """Every job's log (``stem.N.log``, ``stem.N.log.ADDRESS`` from a client/server run). An empty
+    file is a job that completed no I/O inside a log window (a big chunk on a slow link): it adds
+    no samples, and the steady-state test then says there were too few windows to judge."""
+    return [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{stem}.*.log*")) if p.stat().st_size > 0]
 
 
 def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[Node], layout: str,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Iterator
 
 import click
 
 from fxprobe.cli.app import App, finish, finish_verdict, pass_app
+from fxprobe.cli.options import lab_option
 from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.errors import BadInput
 from fxprobe.hosts import LocalHost, SshHost
@@ -37,6 +40,22 @@ def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int
     return nodes
 
 
+@contextlib.contextmanager
+def run_nodes(text: str | None, lab: str | None, port: int, identity: str | None, ssh_port: int,
+              user: str) -> Iterator[list | None]:
+    """The --nodes for a run. With --lab they are guests of that lab, reached through loopback
+    ports QEMU forwards for the run (removed at the end, also on error)."""
+    if lab is None:
+        yield parse_nodes(text, port, identity, ssh_port, user)
+        return
+    if not text:
+        raise BadInput("--lab needs --nodes naming its guests, e.g. --nodes host1,host2")
+    from fxprobe.lab.forward import guest_nodes
+    from fxprobe.lab.vm import Lab
+    with guest_nodes(Lab.load(lab), [i.strip() for i in text.split(",") if i.strip()], port) as nodes:
+        yield nodes
+
+
 def common_options(function):
     options = [
         click.option("--target", required=True, help="Directory or block device (/dev/...) to run on."),
@@ -44,7 +63,9 @@ def common_options(function):
         click.option("--runtime", type=click.FloatRange(0.5), default=None, help="Measured seconds per repeat."),
         click.option("--ramp", type=click.FloatRange(0), default=None, help="Warm-up seconds discarded per repeat."),
         click.option("--nodes", default=None, help="Run from these nodes with fio client/server: local, local:ADDR or [user@]host, comma separated."),
-        click.option("--fio-port", type=int, default=FIO_PORT, show_default=True, help="fio --server port on each node."),
+        click.option("--fio-port", type=click.IntRange(1, 65535), default=FIO_PORT, show_default=True,
+                     help="fio --server port on each node (inside each guest with --lab)."),
+        lab_option,
         click.option("--ssh-identity", default=None, help="SSH key for --nodes."),
         click.option("--ssh-port", type=int, default=22, show_default=True),
         click.option("--ssh-user", default="root", show_default=True),
@@ -64,15 +85,23 @@ def common_options(function):
 @common_options
 @click.option("--dry-run", is_flag=True, help="Print the job and the target checks; run nothing.")
 @click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
+@click.option("--no-layout", is_flag=True,
+              help="Read profile on a block device: read the data already there and write nothing "
+                   "(a namespace other users share; no --allow-serial needed).")
 @pass_app
-def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
-        allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, dry_run, sets) -> int:
+def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ssh_identity, ssh_port, ssh_user,
+        allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, dry_run, sets, no_layout) -> int:
     """Run profile NAME on a target: layout, cold/warm cache, ramp, repeats, steady state, merged percentiles."""
-    from fxprobe import workload
-    node_list = parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user)
     overrides = parse_sets(sets)
-    args = dict(nodes=node_list, repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes),
-                runtime=runtime, ramp=ramp, overrides=overrides, allow=tuple(allow))
+    ceiling_value = ceiling_bps(ceiling, ceiling_from, ceiling_iface)
+    with run_nodes(nodes, lab, fio_port, ssh_identity, ssh_port, ssh_user) as node_list:
+        args = dict(nodes=node_list, repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes),
+                    runtime=runtime, ramp=ramp, overrides=overrides, allow=tuple(allow), layout=not no_layout)
+        return _run(app, name, target, args, dry_run, ceiling_value)
+
+
+def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_value: float | None) -> int:
+    from fxprobe import workload
     if dry_run:
         plan = workload.plan_run(name, target, strict=False, **args)
         app.emit(plan.to_dict(), plan.lines() + ["dry run: nothing was written or run"])
@@ -80,7 +109,7 @@ def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_ide
         return 0
     run_dir = app.new_run("run")
     result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
-                                  ceiling_bps=ceiling_bps(ceiling, ceiling_from, ceiling_iface), **args)
+                                  ceiling_bps=ceiling_value, **args)
     verdict = run_verdict(result)
     return finish_verdict(app, run_dir, "run", verdict, {"workload": result.to_dict()}, result.lines())
 
@@ -126,16 +155,18 @@ def run_verdict(result) -> Verdict:
 @click.option("--p99-limit", "p99_limit_ms", type=click.FloatRange(0, min_open=True), required=True,
               help="p99 latency limit in ms for the knee.")
 @pass_app
-def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, ssh_identity, ssh_port, ssh_user,
+def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ssh_identity, ssh_port, ssh_user,
           allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, vary, p99_limit_ms) -> int:
     """Bandwidth/latency curve of NAME over one knob, and its knee under a p99 limit."""
     from fxprobe import sweep as sweep_lib
     key, values = sweep_lib.parse_vary(vary)
-    run_dir = app.new_run("sweep")
-    result = sweep_lib.run_sweep(
-        name, target, key, values, p99_limit_ns=int(p99_limit_ms * 1e6), runner=app.runner(run_dir),
-        progress=app.progress, nodes=parse_nodes(nodes, fio_port, ssh_identity, ssh_port, ssh_user),
-        repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes), runtime=runtime, ramp=ramp,
-        allow=tuple(allow), ceiling_bps=ceiling_bps(ceiling, ceiling_from, ceiling_iface))
+    ceiling_value = ceiling_bps(ceiling, ceiling_from, ceiling_iface)
+    with run_nodes(nodes, lab, fio_port, ssh_identity, ssh_port, ssh_user) as node_list:
+        run_dir = app.new_run("sweep")
+        result = sweep_lib.run_sweep(
+            name, target, key, values, p99_limit_ns=int(p99_limit_ms * 1e6), runner=app.runner(run_dir),
+            progress=app.progress, nodes=node_list,
+            repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes), runtime=runtime, ramp=ramp,
+            allow=tuple(allow), ceiling_bps=ceiling_value)
     outcome = Outcome.PASS if result.knee is not None else Outcome.FAIL
     return finish(app, run_dir, "sweep", {"sweep": result.to_dict()}, result.lines(), outcome)

@@ -1,0 +1,107 @@
+"""Workloads in the lab: a read profile on the NVMe-oF namespace from one host and from two hosts
+at once through fio client/server, and nothing left behind (issue 6, Must-show 2 and 3).
+
+fio's client runs here; each guest's ``fio --server`` is reached through a loopback port QEMU
+forwards for the run (``fxprobe.lab.forward``). The namespace is shared with other lab tests,
+so only a read profile runs, with ``--no-layout``: nothing is written to it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fxprobe.cli.main import main
+from fxprobe.lab import forward
+from fxprobe.lab.vm import listening_ports
+from fxprobe.tools import fio
+
+pytestmark = pytest.mark.lab
+
+TARGET = "/dev/nvme0n1"   # the native-multipath head of the array's namespace on every host
+# scaled down for an emulated lab: 2 readers of 4 MiB chunks (16-token chunks), 3 s measured after 1 s ramp
+SHORT = ["qwen25-32b-cold-restore", "--target", TARGET, "--no-layout", "--size", "64M",
+         "--set", "threads=2", "--set", "chunk_tokens=16", "--runtime", "3", "--ramp", "1", "--repeats", "3"]
+
+
+def run_json(capsys, tmp_path, lab, nodes: str, *extra: str) -> dict:
+    capsys.readouterr()
+    code = main(["--runs", str(tmp_path / "runs"), "--json", "run", *SHORT, "--lab", lab.name,
+                 "--nodes", nodes, *extra])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert code in (0, 1), err   # pass or fail on the repeat/steady criteria; never an error
+    return json.loads(out)
+
+
+def fio_servers_in(lab, guest: str) -> list[str]:
+    script = 'for p in /proc/[0-9]*; do tr "\\0" " " < "$p/cmdline" 2>/dev/null; echo; done'
+    out = lab.exec(guest, ["sh", "-c", script], timeout=60, check=True).stdout
+    return [line for line in out.splitlines() if "fio --server" in line]
+
+
+def assert_nothing_left(lab, guests: list[str], ports: list[int]) -> None:
+    for guest in guests:
+        assert fio_servers_in(lab, guest) == [], guest
+        rules = forward.usernet_forwards(lab, guest)
+        assert [r for r in rules if r[2] != 22] == [], rules   # only the boot-time SSH rule remains
+    assert not set(ports) & listening_ports()
+
+
+def check_statistics(wl: dict) -> None:
+    assert len(wl["repeats"]) == 3
+    bw = wl["bandwidth_bytes"]
+    assert bw["mean"] > 0 and bw["cv_pct"] >= 0 and len(bw["values"]) == 3
+    assert all(r["steady"]["detail"] for r in wl["repeats"])
+    assert isinstance(wl["steady_attained"], int) and 0 <= wl["steady_attained"] <= 3
+    p = wl["percentiles_ns"]
+    assert 0 < p["p50"] <= p["p99"] <= p["p99.9"]
+    assert wl["latency_samples"] > 0
+    # p99 is a bin value of fio's json+ histogram (merged bins, never an average of percentiles)
+    assert fio.bin_value_ns(fio.bin_index_ns(p["p99"])) == p["p99"]
+    assert wl["layout"].startswith("none (reads the data already on the device")
+
+
+def test_read_profile_on_the_namespace_from_host1(lab, capsys, tmp_path):
+    data = run_json(capsys, tmp_path, lab, "host1")
+    wl = data["workload"]
+    check_statistics(wl)
+    assert wl["nodes"] == ["host1"] and wl["target"] == TARGET
+    assert wl["target_check"]["safe"]
+    assert_nothing_left(lab, ["host1"], [])
+    print(f"host1: {wl['bandwidth_bytes']['mean'] / 1e6:.1f} MB/s, CV {wl['bandwidth_bytes']['cv_pct']:.1f} %, "
+          f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, steady {wl['steady_attained']}/3")
+
+
+def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
+    data = run_json(capsys, tmp_path, lab, "host1,host2", "--ceiling", "100")
+    wl = data["workload"]
+    check_statistics(wl)
+    assert wl["nodes"] == ["host1", "host2"]
+    per_node = wl["per_node_bw_bytes"]
+    assert set(per_node) == {"host1", "host2"} and all(v > 0 for v in per_node.values())
+    assert sum(per_node.values()) == pytest.approx(wl["bandwidth_bytes"]["mean"], rel=1e-6)
+    assert wl["slowest_node"] == min(per_node, key=per_node.get)
+    assert wl["fraction_of_ceiling"] == pytest.approx(wl["bandwidth_bytes"]["mean"] * 8 / 100e9)
+    for repeat in wl["repeats"]:
+        assert set(repeat["per_node_bw"]) == {"host1", "host2"}
+        assert repeat["series"]   # bw logs came back from both servers
+    # one fio client here dialed both guests through forwarded loopback ports
+    commands = [json.loads(l) for l in (tmp_path / "runs").glob("*-run/commands.jsonl").__next__().open()]
+    clients = [c["argv"] for c in commands if c["argv"][:1] == ["fio"] and any("--client=" in a for a in c["argv"])]
+    assert clients and all(sum(a.startswith("--client=ip:127.0.1.") for a in argv) == 2 for argv in clients)
+    ports = [int(a.rsplit(",", 1)[1]) for a in clients[0] if a.startswith("--client=")]
+    servers = [c for c in commands if c["background"]]
+    assert len(servers) == 2 and all("--server=ip:0.0.0.0," in " ".join(c["argv"]) for c in servers)
+    assert_nothing_left(lab, ["host1", "host2"], ports)
+    print(f"per node: " + ", ".join(f"{k} {v / 1e6:.1f} MB/s" for k, v in per_node.items())
+          + f"; aggregate {wl['bandwidth_bytes']['mean'] / 1e6:.1f} MB/s, CV {wl['bandwidth_bytes']['cv_pct']:.1f} %, "
+          f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, {wl['fraction_of_ceiling'] * 100:.3f} % of 100 Gb/s")
+
+
+def test_forward_rule_is_added_and_removed(lab):
+    with forward.forwarded(lab, "host1", 18765) as rule:
+        assert (rule.host_address, rule.host_port, 18765) in forward.usernet_forwards(lab, "host1")
+    assert (rule.host_address, rule.host_port, 18765) not in forward.usernet_forwards(lab, "host1")
+    forward.unforward(lab, rule)   # already gone: not an error
