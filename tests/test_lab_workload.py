@@ -105,3 +105,16 @@ def test_forward_rule_is_added_and_removed(lab):
         assert (rule.host_address, rule.host_port, 18765) in forward.usernet_forwards(lab, "host1")
     assert (rule.host_address, rule.host_port, 18765) not in forward.usernet_forwards(lab, "host1")
     forward.unforward(lab, rule)   # already gone: not an error
+
+
+def test_refused_run_removes_its_forwards(lab, capsys, tmp_path):
+    """A run that stops with an error (no such device on the guest) still removes its forwards."""
+    before = {g: forward.usernet_forwards(lab, g) for g in ("host1", "host2")}
+    capsys.readouterr()
+    code = main(["--runs", str(tmp_path / "runs"), "run", "qwen25-32b-cold-restore", "--target", "/dev/nvme9n9",
+                 "--no-layout", "--size", "64M", "--lab", lab.name, "--nodes", "host1,host2"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out + err
+    assert len([l for l in err.splitlines() if l.startswith("fxprobe:")]) == 1, err
+    assert "/dev/nvme9n9" in err
+    assert {g: forward.usernet_forwards(lab, g) for g in ("host1", "host2")} == before
