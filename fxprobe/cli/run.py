@@ -62,7 +62,7 @@ def common_options(function):
         click.option("--repeats", type=click.IntRange(1), default=None, help="Repeats (default: the profile's, 3)."),
         click.option("--runtime", type=click.FloatRange(0.5), default=None, help="Measured seconds per repeat."),
         click.option("--ramp", type=click.FloatRange(0), default=None, help="Warm-up seconds discarded per repeat."),
-        click.option("--nodes", default=None, help="Run from these nodes with fio client/server: local, local:ADDR or [user@]host, comma separated."),
+        click.option("--nodes", default=None, help="Run from these nodes with fio client/server: local, local:ADDR or [user@]host, comma separated; with --lab, its guests (host1,host2)."),
         click.option("--fio-port", type=click.IntRange(1, 65535), default=FIO_PORT, show_default=True,
                      help="fio --server port on each node (inside each guest with --lab)."),
         lab_option,
