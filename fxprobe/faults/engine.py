@@ -268,7 +268,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                              samples=node_samples, events=node_events,
                              stall=(impact.longest_stall_s or 0, impact.stall_start_ms))
     return {
-        "scenario": scenario.to_dict(), "mode": "lab" if lab is not None else "host",
+        "dry_run": False, "scenario": scenario.to_dict(), "mode": "lab" if lab is not None else "host",
         "lab": lab.name if lab is not None else None, "plan": plan.to_dict(), "prepared": prep_lines,
         "verdict": word, "failed_criteria": failed, "criteria": [c.to_dict() for c in criteria],
         "impact": impact.to_dict(), "clock": {"offset_s": offset, "uncertainty_s": offset_err},
