@@ -49,6 +49,18 @@ def assert_nothing_left(lab, guests: list[str], ports: list[int]) -> None:
     assert not set(ports) & listening_ports()
 
 
+def fio_commands(tmp_path) -> tuple[list[list[str]], list[dict]]:
+    """(fio client argv lists, background server records) of the one run under tmp_path/runs."""
+    (log,) = (tmp_path / "runs").glob("*-run/commands.jsonl")
+    commands = [json.loads(line) for line in log.read_text().splitlines()]
+    clients = [c["argv"] for c in commands if c["argv"][:1] == ["fio"] and any("--client=" in a for a in c["argv"])]
+    return clients, [c for c in commands if c["background"]]
+
+
+def client_ports(clients: list[list[str]]) -> list[int]:
+    return sorted({int(a.rsplit(",", 1)[1]) for argv in clients for a in argv if a.startswith("--client=")})
+
+
 def check_statistics(wl: dict) -> None:
     assert len(wl["repeats"]) == 3
     bw = wl["bandwidth_bytes"]
@@ -69,7 +81,9 @@ def test_read_profile_on_the_namespace_from_host1(lab, capsys, tmp_path):
     check_statistics(wl)
     assert wl["nodes"] == ["host1"] and wl["target"] == TARGET
     assert wl["target_check"]["safe"]
-    assert_nothing_left(lab, ["host1"], [])
+    clients, servers = fio_commands(tmp_path)
+    assert len(servers) == 1 and "--server=ip:0.0.0.0," in " ".join(servers[0]["argv"])
+    assert_nothing_left(lab, ["host1"], client_ports(clients))
     print(f"host1: {wl['bandwidth_bytes']['mean'] / 1e6:.1f} MB/s, CV {wl['bandwidth_bytes']['cv_pct']:.1f} %, "
           f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, steady {wl['steady_attained']}/3")
 
@@ -88,14 +102,11 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
         assert set(repeat["per_node_bw"]) == {"host1", "host2"}
         assert repeat["series"]   # bw logs came back from both servers
     # one fio client here dialed both guests through forwarded loopback ports
-    commands = [json.loads(l) for l in (tmp_path / "runs").glob("*-run/commands.jsonl").__next__().open()]
-    clients = [c["argv"] for c in commands if c["argv"][:1] == ["fio"] and any("--client=" in a for a in c["argv"])]
+    clients, servers = fio_commands(tmp_path)
     assert clients and all(sum(a.startswith("--client=ip:127.0.1.") for a in argv) == 2 for argv in clients)
-    ports = [int(a.rsplit(",", 1)[1]) for a in clients[0] if a.startswith("--client=")]
-    servers = [c for c in commands if c["background"]]
     assert len(servers) == 2 and all("--server=ip:0.0.0.0," in " ".join(c["argv"]) for c in servers)
-    assert_nothing_left(lab, ["host1", "host2"], ports)
-    print(f"per node: " + ", ".join(f"{k} {v / 1e6:.1f} MB/s" for k, v in per_node.items())
+    assert_nothing_left(lab, ["host1", "host2"], client_ports(clients))
+    print("per node: " + ", ".join(f"{k} {v / 1e6:.1f} MB/s" for k, v in per_node.items())
           + f"; aggregate {wl['bandwidth_bytes']['mean'] / 1e6:.1f} MB/s, CV {wl['bandwidth_bytes']['cv_pct']:.1f} %, "
           f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, {wl['fraction_of_ceiling'] * 100:.3f} % of 100 Gb/s")
 
