@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -229,3 +230,14 @@ def test_resume_after_the_planned_time_marks_the_gap_and_closes_open_interruptio
     assert lost.kind == "path-lost" and lost.end is not None and "end not observed" in lost.detail
     assert gap.kind == "gap" and gap.start == soak.stamp(110.5) and gap.seconds > 0
     assert soak.read_records(run.path / soak.RECORDS)[:len(records)] == records   # torn line cut, prefix kept
+
+
+def test_runner_start_can_hand_stdout_over_as_a_pipe(tmp_path):
+    from fxprobe.runner import Runner
+    run = RunDir.create(tmp_path, "pipe")
+    background = Runner(run).start([sys.executable, "-c", "print('{\\n}')"], label="py", stdout_pipe=True)
+    assert background.process.stdout.read() == b"{\n}\n"
+    background.process.stdout.close()
+    assert background.wait(timeout=30) == 0
+    [record] = list(run.commands())
+    assert record["stdout"] is None and record["exit_code"] == 0 and record["argv"][0] == sys.executable
