@@ -3,6 +3,7 @@
 Runs the real CLI and the real fio on a directory target (no lab needed).
 """
 
+import datetime as dt
 import json
 import os
 import signal
@@ -70,8 +71,10 @@ def test_kill_9_then_resume_loses_no_recorded_sample(tmp_path):
     assert gap["start_ts"] == last_before and last_before <= killed_at
     assert killed_at <= gap["end_ts"] <= resume["ts"] + 1
     assert min(r["ts"] for r in new_samples[len(old_samples):]) > gap["end_ts"]
-    assert not psutil.pid_exists(fio_state["pid"]) or \
-        psutil.Process(fio_state["pid"]).cmdline() != fio_state["argv"]
+    assert fio_state["jobs"]                        # fio's job processes were known before the kill
+    for process in [fio_state] + fio_state["jobs"]:  # and none of them outlived the resume
+        assert not psutil.pid_exists(process["pid"]) or \
+            psutil.Process(process["pid"]).cmdline() != fio_state["argv"]
 
     result = json.loads(done.stdout)
     assert result["command"] == "soak" and result["samples"] == len(new_samples)
@@ -95,3 +98,29 @@ def test_kill_orphan_checks_the_command_line_before_killing(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_fio_dying_before_the_end_is_an_interruption_and_the_load_goes_on(tmp_path):
+    target, run_dir = tmp_path / "target", tmp_path / "run"
+    target.mkdir()
+    planned = 10
+    soak_cli = subprocess.Popen(cli("--json", "--run-dir", str(run_dir), "soak", "small-file-dataset", "--duration",
+                                    f"{planned}s", "--target", str(target), "--size", "8M"),
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_for_samples(run_dir / soak.RECORDS, 3)
+        fio_pid = json.loads((run_dir / soak.STATE).read_text())["fio"]["pid"]
+        killed_at = time.time()
+        os.killpg(fio_pid, signal.SIGKILL)          # fio's main process (its jobs run in sessions of their own)
+        out, _ = soak_cli.communicate(timeout=300)
+    finally:
+        if soak_cli.poll() is None:
+            soak_cli.kill()
+    assert soak_cli.returncode == 1
+    result = json.loads(out)
+    [died] = [i for i in result["interruptions"] if i["kind"] == "fio-exit"]
+    assert "fio exited with code" in died["detail"] and "load restarted (segment 2)" in died["detail"]
+    start = dt.datetime.fromisoformat(died["start"].replace("Z", "+00:00")).timestamp()
+    assert killed_at - 3 <= start <= killed_at and died["seconds"] > 0   # from fio's last report to the restart
+    assert result["segments"] == 2 and result["completed"]
+    assert result["duration_s"] >= planned - soak.END_TOLERANCE_S

@@ -12,7 +12,8 @@ Interruptions (kind, start, end, detail), decided by :class:`.monitor.Monitor`:
              progress past the limit, or an I/O took longer than the limit (fio cannot
              report while an I/O is stuck), or fio printed nothing for max(60 s, 10 x stall_s)
   io-error   fio counted new I/O errors (the job runs with continue_on_error=io)
-  fio-exit   fio ended before the planned time (the load is restarted for the remaining time)
+  fio-exit   fio ended with its reports short of the planned time (from its last report; the
+             load is restarted for the remaining time, leftover job processes are stopped)
   path-lost  an NVMe controller that was live is not (or vanished); ends when it is live again
   gap        fxprobe itself was not running (crash, kill -9) until ``--resume``
 

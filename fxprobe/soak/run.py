@@ -107,22 +107,46 @@ def _same_process(pid: int | None, argv: list[str] | None, create_time: float | 
         return None
 
 
-def kill_orphan(fio_state: dict) -> str:
-    """Stop an fio left running by a crashed soak (its process group: fio's job processes too)."""
-    process = _same_process(fio_state.get("pid"), fio_state.get("argv"), fio_state.get("create_time"))
-    if process is None:
-        return "no orphaned fio (it had ended or its pid now belongs to another program)"
+def _stop(process: psutil.Process, group: bool) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
+            os.killpg(process.pid, sig) if group else process.send_signal(sig)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            return
         try:
             process.wait(timeout=10)
-            break
+            return
         except psutil.TimeoutExpired:
             continue
-    return f"orphaned fio pid {process.pid} stopped"
+
+
+def kill_orphan(fio_state: dict) -> str:
+    """Stop an fio left running by a crashed soak: the main process (its process group) and its
+    job processes (fio forks each job into a session of its own), each checked by command line
+    and start time before it is signalled."""
+    argv = fio_state.get("argv")
+    stopped = []
+    main = _same_process(fio_state.get("pid"), argv, fio_state.get("create_time"))
+    if main is not None:
+        _stop(main, group=True)
+        stopped.append(main.pid)
+    for job in fio_state.get("jobs", []):
+        process = _same_process(job.get("pid"), argv, job.get("create_time"))
+        if process is not None:
+            _stop(process, group=False)
+            stopped.append(process.pid)
+    if not stopped:
+        return "no orphaned fio (it had ended or its pid now belongs to another program)"
+    return f"orphaned fio stopped (pids {', '.join(map(str, stopped))})"
+
+
+def fio_jobs(pid: int) -> list[dict]:
+    """fio's job processes (children of the main process): pid and start time, for kill_orphan."""
+    try:
+        return [{"pid": child.pid, "create_time": child.create_time()}
+                for child in psutil.Process(pid).children()]
+    except psutil.NoSuchProcess:
+        return []
 
 
 class Soak:
@@ -249,15 +273,19 @@ class Soak:
         code = background.finish()
         ended = time.time()
         ran = (last_ts - started) if last_ts else 0.0
-        if runtime - (ended - started) > END_TOLERANCE_S:
+        if runtime - ran > END_TOLERANCE_S:
             _, err = background.output()
             tail = (err.strip().splitlines() or ["no message"])[-1][:200]
-            for record in self.monitor.fio_ended(ended, f"fio exited with code {code} after {ended - started:.1f} "
-                                                        f"of {runtime} s: {tail}"):
+            for record in self.monitor.fio_ended(last_ts or started,
+                                                 f"fio exited with code {code} after {ended - started:.1f} s; its "
+                                                 f"reports cover {ran:.1f} of {runtime} s: {tail}"):
                 self.log.append(record)
             if segment == 1 and first_ts is None and code:
                 raise ToolError(f"fio could not run the soak load (exit {code}): {tail}",
                                 hint=f"job file {job}")
+        elif code:
+            self.log.append({"type": "note", "t": stamp(ended), "ts": ended,
+                             "detail": f"fio exited with code {code} at the end of segment {segment}"})
         return code, ran
 
     def _watch(self, background, started: float, runtime: float) -> tuple[float | None, float | None]:
@@ -267,7 +295,8 @@ class Soak:
         selector = selectors.DefaultSelector()
         selector.register(fd, selectors.EVENT_READ)
         deadline = started + runtime + max(60.0, runtime * 0.05)
-        next_path = next_telemetry = started
+        next_path = next_telemetry = next_jobs = started
+        main_gone = None
         next_health = started + min(self.config.health_s, 60.0)
         next_progress = started + 1.0
         first_ts = last_ts = None
@@ -294,6 +323,17 @@ class Soak:
                 now = time.time()
                 for record in self.monitor.tick(now):
                     self.log.append(record)
+                if now >= next_jobs and background.alive():
+                    jobs = fio_jobs(background.pid)
+                    next_jobs = now + (10.0 if jobs else 0.5)
+                    if jobs and jobs != self.state["fio"].get("jobs"):
+                        self.state["fio"]["jobs"] = jobs
+                        self._save_state()
+                if not background.alive() and not eof:
+                    # fio's main process is gone; job processes holding the pipe are stopped
+                    main_gone = main_gone or now
+                    if now - main_gone > 2.0:
+                        kill_orphan({"argv": self.state["fio"]["argv"], "jobs": self.state["fio"].get("jobs", [])})
                 if now >= next_path:
                     next_path = now + 1.0
                     for record in self.monitor.paths(self.state["baseline_paths"], telemetry.path_states(), now):
