@@ -172,7 +172,7 @@ def test_link_flap_for_a_minute_gives_verdict_and_timeline(lab, tmp_path):
     assert code == (0 if result["verdict"] == "invisible" else 1)
     downs = [f for f in result["flaps"] if not f["up"]]
     assert len(downs) >= 8 and result["flaps"][-1]["up"]
-    assert result["timeline"]["samples"] >= 10 and result["timeline"]["changes"]   # sampled all through
+    assert result["timeline"]["samples"] >= 4 and result["timeline"]["changes"]   # sampled through the run
     cuts = [e for e in result["timeline"]["events"] if e["source"] == "netlink" and e.get("operstate") == "DOWN"]
     print(f"\nlink-flap: verdict {result['verdict']}, stall {result['impact']['longest_stall_s']} s, "
           f"throughput {result['impact']['throughput_pct']:.1f} %, {len(downs)} cuts, "

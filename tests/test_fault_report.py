@@ -109,3 +109,19 @@ def test_png_shows_load_fault_and_restore(tmp_path):
                               events=[{"t": (t0 + 10_100) / 1000, "source": "uevent"}], stall=(3.0, t0 + 10_000))
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_sampling_loop_output_becomes_local_samples():
+    argv = labprep.sampling_loop("cat /proc/mdstat", 30, 1)
+    assert argv[:2] == ["sh", "-c"] and "sleep 1" in argv[2] and "T $(date +%s.%N)" in argv[2]
+    host_text = f"T 1000.0\n{HOST_VIEW}T 1001.0\n{HOST_VIEW.replace('connecting', 'live')}T 1002.0\nsubsys nvme-su"
+    array_text = f"T 999.5\n{ARRAY_VIEW}T 1000.8\n{ARRAY_VIEW.replace('[6/5] [_UUUUU]', '[6/6] [UUUUUU]')}T 1002"
+    host = labprep.parse_sampling(host_text, labprep.parse_host_view)
+    array = labprep.parse_sampling(array_text, labprep.parse_array_view)
+    assert [t for t, _ in host] == [1000.0, 1001.0]            # the cut-off last block is dropped
+    samples = timeline.merge_node_samples(host, array, "nqn.2026-12.io.fxprobe:t:array", host_offset=-0.5,
+                                          array_offset=0.0)
+    assert [s.t for s in samples] == [1000.5, 1001.5]
+    assert samples[0].paths == {"nvme0": "live", "nvme1": "connecting"}
+    assert samples[0].md == {"md127": "raid6 [6/5] [_UUUUU]"}
+    assert samples[1].md == {"md127": "raid6 [6/6] [UUUUUU]"} and samples[1].paths["nvme1"] == "live"

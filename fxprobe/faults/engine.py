@@ -177,9 +177,15 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         log_dir = f"/tmp/fxprobe-fault-{entry_id}"
         runner.run(["mkdir", "-p", log_dir], timeout=30, host=host, check=True, label="logdir")
         listeners = start_listeners(runner, lab, host, array_host, env.load_host, scenario.total_s + 90, background, say)
-        snapshot = timeline.lab_snapshot(lab, env.load_host, env.nqn) if lab is not None \
-            else timeline.local_snapshot(scenario.fault.get("nqn"))
-        sampler = timeline.Sampler(snapshot, options.sample_s).start()
+        loops = {}
+        if lab is not None:   # sampling loops in the guests: no SSH round trip per sample
+            for name, node, script in ((env.load_host, host, labprep._HOST_SCRIPT),
+                                       ("array", array_host, labprep._ARRAY_SCRIPT)):
+                loops[name] = runner.start(labprep.sampling_loop(script, scenario.total_s + 90, options.sample_s / 2),
+                                           host=node, label=f"sample-{name}")
+                background.append(loops[name])
+        else:
+            sampler = timeline.Sampler(timeline.local_snapshot(scenario.fault.get("nqn")), options.sample_s).start()
         argv = load_argv(scenario, device, log_dir)
         say(f"load: {shlex.join(argv)}")
         fio = runner.start(["sh", "-c", 'date +%s.%N; exec "$@"', "fxprobe-load", *argv], host=host, label="fio-load")
@@ -207,7 +213,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         undo.pop()
         journal.open(entry_id, scenario.name, undo, str(run.path))
         fio.wait(timeout=scenario.timing["recover_s"] + scenario.total_s + 120)
-        samples = sampler.stop()
+        samples = sampler.stop() if sampler is not None else []
         sampler = None
         for bg in background:
             bg.stop(timeout=5)
@@ -215,10 +221,16 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         logs = _fetch_logs(runner, host, log_dir, run)
         runner.run(["rm", "-rf", log_dir], timeout=30, host=host, label="logdir-rm")
         events = []
+        array_offset = clock_offset(runner, array_host)[0] if lab is not None else 0.0
         for name, bg in listeners.items():
-            node_offset = offset if name in (env.load_host, "local") else clock_offset(runner, array_host)[0]
+            node_offset = offset if name in (env.load_host, "local") else array_offset
             events += [{**e, "node": name} for e in timeline.parse_event_lines(bg.output()[0], node_offset)]
         events.sort(key=lambda e: e["t"])
+        if loops:
+            samples = timeline.merge_node_samples(
+                labprep.parse_sampling(loops[env.load_host].output()[0], labprep.parse_host_view),
+                labprep.parse_sampling(loops["array"].output()[0], labprep.parse_array_view),
+                env.nqn, offset, array_offset)
         inject_requested_t = inject_t
         if isinstance(method, methods.LabDrivePull):
             inject_t = drive_gone_instant(events, inject_t, deleted_t)

@@ -197,6 +197,30 @@ for c in /sys/class/nvme/nvme*; do [ -e "$c/serial" ] || continue
 echo "ctrl ${c##*/} $(cat $c/serial) $(cd $c && ls -d nvme*n* 2>/dev/null | head -1)"; done; true'''
 
 
+def sampling_loop(script: str, seconds: float, interval: float) -> list[str]:
+    """argv of a shell loop on the node: every ``interval`` s a ``T <epoch>`` line, then the view."""
+    loop = (f'end=$(( $(date +%s) + {int(seconds)} )); while [ "$(date +%s)" -lt "$end" ]; do '
+            f'echo "T $(date +%s.%N)"; {{ {script} ; }}; sleep {interval:g}; done')
+    return ["sh", "-c", loop]
+
+
+def parse_sampling(text: str, parse) -> list[tuple[float, object]]:
+    """(node epoch, parsed view) per block of a sampling loop's output (a cut-off last block is dropped)."""
+    blocks, current, stamp = [], [], None
+    for line in text.splitlines():   # a block counts once the next "T" line shows it was complete
+        if line.startswith("T "):
+            if stamp is not None:
+                blocks.append((stamp, "\n".join(current)))
+            try:
+                stamp = float(line[2:])
+            except ValueError:
+                stamp = None
+            current = []
+        else:
+            current.append(line)
+    return [(t, parse(body)) for t, body in blocks]
+
+
 def fast_guest(lab, name: str):
     """The lab guest as an SshHost that shares one connection (ControlMaster) per process."""
     import os

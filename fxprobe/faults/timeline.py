@@ -42,6 +42,24 @@ def lab_snapshot(lab, load_host: str, nqn: str | None) -> Callable[[], tuple[dic
     return snap
 
 
+def merge_node_samples(host: list[tuple[float, list]], array: list[tuple[float, dict]], nqn: str | None,
+                       host_offset: float, array_offset: float) -> list[Sample]:
+    """Samples (local clock) from in-guest sampling loops: path states from the load host, each
+    joined with the latest md state the array had printed by then."""
+    md_by_time = sorted((t - array_offset, {m["name"]: md_text(m) for m in view["md"]}) for t, view in array)
+    out = []
+    for t, subsystems in sorted(host, key=lambda item: item[0]):
+        local = t - host_offset
+        paths = {p["controller"]: p["state"] for sub in subsystems if nqn is None or sub["nqn"] == nqn
+                 for p in sub["paths"]}
+        md = {}
+        for when, state in md_by_time:
+            if when <= local:
+                md = state
+        out.append(Sample(local, paths, md))
+    return out
+
+
 def local_snapshot(nqn: str | None) -> Callable[[], tuple[dict, dict]]:
     def snap() -> tuple[dict, dict]:
         from fxprobe import nvme_sysfs
