@@ -9,7 +9,10 @@ so only a read profile runs, with ``--no-layout``: nothing is written to it.
 from __future__ import annotations
 
 import json
+import threading
+import time
 
+import psutil
 import pytest
 
 from fxprobe.cli.main import main
@@ -129,3 +132,38 @@ def test_refused_run_removes_its_forwards(lab, capsys, tmp_path):
     assert len([l for l in err.splitlines() if l.startswith("fxprobe:")]) == 1, err
     assert "/dev/nvme9n9" in err
     assert {g: forward.usernet_forwards(lab, g) for g in ("host1", "host2")} == before
+
+
+def kill_client_when_measuring(marker: str, stop: threading.Event, after_s: float = 3) -> None:
+    """Kill the fio client this run started (found by its job file name), a few seconds into a repeat."""
+    while not stop.is_set():
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            if proc.info["name"] == "fio" and any(marker in part for part in proc.info["cmdline"] or []):
+                time.sleep(after_s)
+                try:
+                    proc.kill()
+                except psutil.NoSuchProcess:
+                    pass
+                return
+        time.sleep(0.1)
+
+
+def test_fio_client_killed_mid_run_leaves_nothing_behind(lab, capsys, tmp_path):
+    """fio killed mid-run: one clear line, exit 4, the guests' servers stopped and the forwards removed."""
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_client_when_measuring, args=("qwen25-32b-cold-restore.r1.fio", stop))
+    killer.start()
+    try:
+        capsys.readouterr()
+        code = main(["--runs", str(tmp_path / "runs"), "run", *SHORT[:-6], "--runtime", "20", "--ramp", "1",
+                     "--repeats", "1", "--lab", lab.name, "--nodes", "host1,host2"])
+    finally:
+        stop.set()
+        killer.join()
+    out, err = capsys.readouterr()
+    assert code == 4 and "Traceback" not in out + err, err
+    assert len([l for l in err.splitlines() if l.startswith("fxprobe:")]) == 1, err
+    print([l for l in err.splitlines() if l.startswith("fxprobe:")][0])
+    clients, servers = fio_commands(tmp_path)
+    assert clients and len(servers) == 2
+    assert_nothing_left(lab, ["host1", "host2"], client_ports(clients))
