@@ -210,7 +210,8 @@ def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int, factor: float 
     start = int(data["time_ms"].min())
     bucket = ((data["time_ms"] - start + log_msec // 2) // log_msec).astype("int64")
     summed = data.groupby(bucket)["value"].sum().sort_index()
-    return tuple((start + int(i) * log_msec, float(v) * factor) for i, v in summed.items())
+    stamps = (summed.index.to_numpy(dtype="int64") * log_msec + start).tolist()
+    return tuple(zip(stamps, (summed.to_numpy(dtype="float64") * factor).tolist()))
 
 
 def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_msec: int,

@@ -107,11 +107,27 @@ def test_working_set_that_does_not_fit(tmp_path):
         plan_run("qwen25-32b-cold-restore", str(tmp_path))
 
 
+def _parent_name(proc) -> str:
+    try:
+        return proc.parent().name() if proc.parent() else ""
+    except psutil.Error:
+        return ""
+
+
+def _ours(proc) -> bool:
+    """Started by this test process (another pytest on the machine may run the same job name)."""
+    try:
+        return any(parent.pid == os.getpid() for parent in proc.parents())
+    except psutil.Error:
+        return False
+
+
 def _kill_fio_when_running(job_marker: str, stop: threading.Event) -> None:
     while not stop.is_set():
         for proc in psutil.process_iter(["pid", "name", "cmdline"]):
             cmd = proc.info["cmdline"] or []
-            if proc.info["name"] == "fio" and any(job_marker in part for part in cmd):
+            if proc.info["name"] == "fio" and any(job_marker in part for part in cmd) \
+                    and _parent_name(proc) != "fio" and _ours(proc):   # our main fio, not a forked worker
                 time.sleep(0.5)
                 try:
                     proc.kill()   # the fio we started, by its pid
