@@ -54,3 +54,18 @@ def test_exit_3_missing_tool_names_the_package(tmp_path):
 
 def test_unknown_command_is_usage_error(tmp_path):
     assert fxprobe(tmp_path, "no-such-command").returncode == 2
+
+
+def test_exit_1_verdict_failed(tmp_path):
+    """The reference report's own claims: some headlines do not hold against its table."""
+    done = fxprobe(tmp_path, "claims", "check", "examples/claims/reference-r2.toml")
+    assert done.returncode == 1 and "28.9" in done.stdout
+
+
+def test_exit_4_tool_error_names_the_command(tmp_path):
+    """iperf3 against a port where nothing listens: the wrapped tool fails, one line names it."""
+    done = fxprobe(tmp_path, "line-efficiency", "--transport", "tcp", "--peer", "127.0.0.1", "--server-running",
+                   "--port", "5298", "--line-rate", "1", "--duration", "1")
+    assert done.returncode == 4
+    errors = [line for line in done.stderr.splitlines() if line.startswith("fxprobe:")]
+    assert len(errors) == 1 and "iperf3" in errors[0] and "Connection refused" in errors[0]
