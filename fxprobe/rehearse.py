@@ -150,7 +150,7 @@ class Rehearse:
                       "--size", "64M", "--sample", "5"], t, timeout=self.soak_seconds + 600))
         for scenario in ("drive-pull", "link-down"):
             self.step(f"fault {scenario}", "G4", lambda t, s=scenario: _fxprobe(
-                ["--run-dir", str(t), "fault", "run", s, "--lab", "--lab-name", self.lab.name]))
+                ["--run-dir", str(t), "fault", "run", s, "--lab", self.lab.name]))
 
     def gates_and_report(self) -> None:
         evidence = [s.run_dir for s in self.result.steps if s.produced]

@@ -66,7 +66,7 @@ def env(tmp_path: Path) -> dict:
 
 
 def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str, timeout: float = 900) -> tuple[int, dict]:
-    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name,
+    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name,
                                        *extra), capture_output=True, text=True, timeout=timeout, env=env(tmp_path))
     reload_state(lab)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
@@ -115,7 +115,7 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
 
 def test_drive_pull_raid0_is_visible_with_errors_counted(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull-raid0", **FAST)
-    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name),
+    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
                           capture_output=True, text=True, timeout=600, env=env(tmp_path))
     reload_state(lab)
     assert done.returncode == 2 and "exceeds the RAID's redundancy" in done.stderr   # refused without the flag
@@ -184,7 +184,7 @@ def test_kill_9_mid_drive_pull_then_fault_restore(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 30,
                                                              "recover_s": 4})
     journal = tmp_path / "fault-journal.json"
-    process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name),
+    process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(tmp_path),
                                start_new_session=True)
     deadline = time.monotonic() + 400
@@ -220,7 +220,7 @@ def test_kill_9_mid_drive_pull_then_fault_restore(lab, tmp_path):
 def test_ctrl_c_mid_drive_pull_restores_before_exit(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 40,
                                                              "recover_s": 4})
-    process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", "--lab-name", lab.name),
+    process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(tmp_path))
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline:

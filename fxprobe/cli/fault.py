@@ -33,8 +33,9 @@ def list_scenarios(app: App):
 
 @fault.command("run")
 @click.argument("scenario")
-@click.option("--lab", "lab_flag", is_flag=True, help="Aim at the running lab (see --lab-name).")
-@click.option("--lab-name", default="default", show_default=True, help="Which lab.")
+@click.option("--lab", "lab", is_flag=False, flag_value="default", default=None, metavar="[NAME]",
+              help="Aim at this running lab (--lab alone: the lab named 'default'), as --lab NAME elsewhere.")
+@click.option("--lab-name", default=None, hidden=True, help="Older spelling of --lab NAME.")
 @click.option("--dry-run/--yes", "dry_run", default=None,
               help="Print what would happen (default off a lab) / really inject on this host.")
 @click.option("--allow", "allow", multiple=True, metavar="DEVICE_SERIAL",
@@ -42,10 +43,11 @@ def list_scenarios(app: App):
 @click.option("--allow-visible", is_flag=True,
               help="Allow a fault that must be visible (only path, loss beyond RAID redundancy): a negative test.")
 @pass_app
-def run(app: App, scenario, lab_flag, lab_name, dry_run, allow, allow_visible):
+def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
     """Run SCENARIO (a name from faults/ or a .toml path)."""
     loaded = load_scenario(scenario)
-    options = engine.Options(lab=lab_name if lab_flag else None, dry_run=bool(dry_run),
+    lab = lab_name if lab is not None and lab_name else lab
+    options = engine.Options(lab=lab, dry_run=bool(dry_run),
                              yes=dry_run is False, allow=tuple(allow), allow_visible=allow_visible,
                              progress=app.progress)
     run_dir = app.new_run(f"fault-{loaded.name}")
