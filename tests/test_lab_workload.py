@@ -9,6 +9,7 @@ so only a read profile runs, with ``--no-layout``: nothing is written to it.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -135,10 +136,12 @@ def test_refused_run_removes_its_forwards(lab, capsys, tmp_path):
 
 
 def kill_client_when_measuring(marker: str, stop: threading.Event, after_s: float = 3) -> None:
-    """Kill the fio client this run started (found by its job file name), a few seconds into a repeat."""
+    """Kill the fio client this run started (its job file name, a child of this process: another
+    pytest on the machine may run the same profile), a few seconds into a repeat."""
     while not stop.is_set():
-        for proc in psutil.process_iter(["name", "cmdline"]):
-            if proc.info["name"] == "fio" and any(marker in part for part in proc.info["cmdline"] or []):
+        for proc in psutil.process_iter(["name", "cmdline", "ppid"]):
+            if proc.info["name"] == "fio" and proc.info["ppid"] == os.getpid() \
+                    and any(marker in part for part in proc.info["cmdline"] or []):
                 time.sleep(after_s)
                 try:
                     proc.kill()
