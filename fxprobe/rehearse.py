@@ -142,7 +142,7 @@ class Rehearse:
         self.step("multi-node read-back", "G3", lambda t: _fxprobe(
             ["--run-dir", str(t), "run", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--lab", self.lab.name,
              "--nodes", ",".join(hosts), "--repeats", "1", "--runtime", "5", "--ramp", "1", "--size", "64M",
-             "--ceiling", str(ceiling_gbps)]))
+             "--ceiling", str(ceiling_gbps), "--no-layout"]))
 
     def g4(self) -> None:
         self.step("soak", "G4", lambda t: self.in_guest(
