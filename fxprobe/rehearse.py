@@ -147,10 +147,16 @@ class Rehearse:
     def g4(self) -> None:
         self.step("soak", "G4", lambda t: self.in_guest(
             "host1", ["soak", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--duration", f"{self.soak_seconds}s",
-                      "--size", "64M", "--sample", "5"], t, timeout=self.soak_seconds + 600))
+                      "--size", "64M", "--sample", "5", "--allow-serial", self.namespace_serial()], t,
+            timeout=self.soak_seconds + 600))
         for scenario in ("drive-pull", "link-down"):
             self.step(f"fault {scenario}", "G4", lambda t, s=scenario: _fxprobe(
                 ["--run-dir", str(t), "fault", "run", s, "--lab", self.lab.name]))
+
+    def namespace_serial(self) -> str:
+        """The lab's own exported namespace (disposable emulated drives), allow-listed for the soak's layout."""
+        from fxprobe.lab.vm import MAIN_MD
+        return f"FXLAB{MAIN_MD[:8].upper()}"
 
     def gates_and_report(self) -> None:
         evidence = [s.run_dir for s in self.result.steps if s.produced]

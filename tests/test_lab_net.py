@@ -74,4 +74,4 @@ def test_line_efficiency_tracks_a_throttled_link_over_soft_roce(lab, tmp_path):
     assert full_code == 0 and full["summary"]["line_efficiency"] == pytest.approx(ceiling, abs=0.06)
     assert half_code == 1 and half["summary"]["line_efficiency"] == pytest.approx(0.5 * ceiling, abs=0.1)
     # no ib_read_bw left on the peer
-    assert lab.exec("array", ["pgrep", "-f", "ib_read_bw"]).returncode == 1
+    assert lab.exec("array", ["pgrep", "-f", "[i]b_read_bw"]).returncode == 1
