@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import ast
 import operator
-import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -49,6 +48,7 @@ from typing import Any
 
 from fxprobe.calc import utilization
 from fxprobe.errors import BadInput
+from fxprobe.tomlfile import parse_toml, read_text
 from fxprobe.verdict import format_number
 
 HOLDS = "holds"
@@ -272,10 +272,7 @@ def _number_map(data: dict, where: str) -> dict:
 
 
 def parse_claims(text: str, source: str) -> ClaimsFile:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: not valid TOML ({exc})") from None
+    data = parse_toml(text, source)
     report = data.get("report", {})
     key = report.get("key", "key")
     rows = tuple(_number_map(row, f"{source}: rows[{i}]") for i, row in enumerate(data.get("rows", [])))
@@ -302,11 +299,7 @@ def parse_claims(text: str, source: str) -> ClaimsFile:
 
 
 def load_claims(path: Path) -> ClaimsFile:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: claims file not found") from None
-    return parse_claims(text, str(path))
+    return parse_claims(read_text(path, "claims file"), str(path))
 
 
 def check_claims(claims_file: ClaimsFile) -> list[ClaimResult]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Any
 
 from fxprobe import models
 from fxprobe.errors import BadInput
+from fxprobe.tomlfile import read_toml
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
@@ -193,18 +193,7 @@ def profile_from_dict(data: dict, source: str) -> Profile:
 
 
 def load_profile_file(path: Path) -> Profile:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise BadInput(f"{path}: profile file does not exist") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read profile ({exc.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML ({exc})") from None
-    return profile_from_dict(data, str(path))
+    return profile_from_dict(read_toml(path, "profile file"), str(path))
 
 
 def available(directory: Path = PROFILE_DIR) -> dict[str, Path]:

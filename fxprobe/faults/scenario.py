@@ -8,12 +8,12 @@ which export and how many paths (``[lab]``). Every key has a documented default 
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fxprobe.errors import BadInput
+from fxprobe.tomlfile import parse_toml, read_text
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "faults"
 
@@ -137,10 +137,7 @@ def _section(data: dict, section: str, source: str) -> dict:
 
 def parse_scenario(text: str, source: str, name: str | None = None) -> Scenario:
     """Validate scenario TOML text; BadInput names the file, the key and what is allowed."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: not valid TOML: {exc}") from None
+    data = parse_toml(text, source)
     top = _section(data, "", source)
     fault = _section(data, "fault", source)
     timing = _section(data, "timing", source)
@@ -197,10 +194,4 @@ def load_scenario(name_or_path: str, folder: Path = SCENARIO_DIR) -> Scenario:
         if not path.exists():
             raise BadInput(f"scenario {name_or_path!r}: no {path}",
                            hint=f"known scenarios: {', '.join(scenario_names(folder)) or 'none'}")
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise BadInput(f"scenario file {path}: does not exist") from None
-    except OSError as exc:
-        raise BadInput(f"scenario file {path}: cannot read: {exc.strerror}") from None
-    return parse_scenario(text, str(path))
+    return parse_scenario(read_text(path, "scenario file"), str(path))

@@ -6,11 +6,11 @@ default) and must be a number.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxprobe.errors import BadInput
+from fxprobe.tomlfile import parse_toml, read_text
 
 DEFAULT_FILE = "gates.toml"
 
@@ -39,10 +39,7 @@ class GateConfig:
 
 
 def parse_config(text: str, source: str) -> GateConfig:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: not valid TOML ({exc})") from None
+    data = parse_toml(text, source)
     values = {gate: dict(keys) for gate, keys in DEFAULTS.items()}
     for gate, table in data.items():
         if gate not in DEFAULTS:
@@ -69,8 +66,4 @@ def load_config(path: Path | None = None) -> GateConfig:
         if not candidate.is_file():
             return GateConfig()
         path = candidate
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: gate config not found") from None
-    return parse_config(text, str(path))
+    return parse_config(read_text(path, "gate config"), str(path))

@@ -12,12 +12,12 @@ which the G2 gate judges (|measured / reference - 1| x 100 <= g2.baseline_tolera
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from fxprobe.benchmarks import BenchmarkResult
 from fxprobe.errors import BadInput
+from fxprobe.tomlfile import read_toml
 from fxprobe.gates.catalog import G2
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Evidence, RunRecord
@@ -36,12 +36,7 @@ class Reference:
 
 
 def load_reference(path: Path, ttft_column: str, throughput_column: str) -> Reference:
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{path}: reference file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml(path, "reference file")
     key = data.get("report", {}).get("key", "concurrency")
     rows = {}
     for index, row in enumerate(data.get("rows", [])):
