@@ -10,6 +10,8 @@ every step produced its evidence.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -39,10 +41,20 @@ class Step:
     def produced(self) -> bool:
         return self.run_dir is not None and (self.run_dir / "results.json").exists()
 
+    @property
+    def run_outcome(self) -> str:
+        """The step's own verdict as its run directory records it (a lab step may rightly fail its threshold)."""
+        if not self.produced:
+            return "none"
+        try:
+            return str(json.loads((self.run_dir / "results.json").read_text()).get("outcome", "?"))
+        except (OSError, ValueError):
+            return "unreadable"
+
     def to_dict(self) -> dict:
         return {"name": self.name, "gate": self.gate, "run_dir": str(self.run_dir) if self.run_dir else None,
                 "exit_code": self.code, "seconds": round(self.seconds, 1), "error": self.error,
-                "produced": self.produced}
+                "produced": self.produced, "run_outcome": self.run_outcome}
 
 
 @dataclass
@@ -54,9 +66,10 @@ class Rehearsal:
     gate_table: list[str] = field(default_factory=list)
 
     def verdict(self) -> Verdict:
-        criteria = [Criterion(f"{s.gate} {s.name}", Outcome.PASS if s.produced else Outcome.ERROR,
-                              f"exit {s.code}" if s.code is not None else "not run",
-                              detail=s.error or (str(s.run_dir) if s.run_dir else "")) for s in self.steps]
+        criteria = [Criterion(f"{s.gate} {s.name}: evidence written", Outcome.PASS if s.produced else Outcome.ERROR,
+                              f"its verdict {s.run_outcome.upper()}, exit {s.code}" if s.code is not None
+                              else "not run", detail=s.error or (str(s.run_dir) if s.run_dir else ""))
+                    for s in self.steps]
         return Verdict("rehearsal: every step left its evidence", tuple(criteria))
 
     def to_dict(self) -> dict:
@@ -83,7 +96,7 @@ class Rehearse:
         self.result.steps.append(step)
         self.progress(f"[{gate}] {name} ...")
         start = time.monotonic()
-        target = self.base / "steps" / f"{len(self.result.steps):02d}-{name}"
+        target = self.base / "steps" / f"{len(self.result.steps):02d}-{slug(name)}"
         try:
             step.code = action(target)
             step.run_dir = target if (target / "results.json").exists() else None
@@ -169,7 +182,6 @@ class Rehearse:
             ["--run-dir", str(t), "gate", "all", *[a for e in evidence for a in ("--evidence", str(e))]]))
         if gate_step.produced:
             evidence.append(gate_step.run_dir)
-            import json
             gates = json.loads((gate_step.run_dir / "results.json").read_text())
             self.result.gate_table = gate_lines(gates)
         self.result.report = self.base / "report"
@@ -190,11 +202,15 @@ class Rehearse:
         return self.result
 
 
+def slug(name: str) -> str:
+    """A step's folder name: "line-efficiency (emulated 20 Mb/s link)" -> "line-efficiency-emulated-20-Mb-s-link"."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
+
+
 def gate_lines(gates: dict) -> list[str]:
-    """The gate table from `gate all` results (outcome per gate)."""
-    rows = gates.get("gates") or gates.get("verdicts") or []
-    lines = []
-    for gate in rows:
-        verdict = gate.get("verdict", gate)
-        lines.append(f"{verdict.get('name', '?'):<40} {verdict.get('outcome', '?').upper()}")
-    return lines
+    """The gate table from `gate all` results, row for row the one the report shows."""
+    from fxprobe.report.collect import verdict_from_dict
+    from fxprobe.report.render import gate_table
+    rows = gate_table([verdict_from_dict(v) for v in gates.get("gates") or [] if isinstance(v, dict)])
+    return [f"{name:<28} {outcome:<8} {counts}" + (f" - {reason}" if reason else "")
+            for name, outcome, counts, reason in rows]

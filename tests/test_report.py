@@ -182,3 +182,13 @@ def test_gate_table_holds_only_gate_verdicts(bundle):
     assert "| G3 main joint test | FAIL |" in table
     assert all(line.startswith(("| gate", "| ---", "| G")) for line in table.splitlines())
     assert bundle[2].outcome_rows == (("G3 main joint test", "fail"),)
+
+
+def test_a_run_verdict_named_like_a_gate_stays_out_of_the_gate_table(tmp_path):
+    from fxprobe.report.render import gate_verdicts
+    from fxprobe.report.collect import read_run
+    selftest = fake_run(tmp_path, "selftest", {"verdict": {"name": "G1 self-test", "criteria": []}})
+    gate = fake_run(tmp_path, "gate all", {"gates": [{"name": "G1 delivery acceptance", "criteria": []}]})
+    runs = [read_run(selftest), read_run(gate)]
+    assert [v.name for v in gate_verdicts(runs)] == ["G1 delivery acceptance"]
+    assert [v.name for v in runs[0].verdicts] == ["G1 self-test"]

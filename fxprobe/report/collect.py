@@ -25,6 +25,7 @@ class RunView:
     results: dict
     verdicts: tuple[Verdict, ...]
     commands: tuple[str, ...] = ()     # every subprocess the run started (commands.jsonl), shell-quoted
+    gates: tuple[Verdict, ...] = ()    # the verdicts of a `gate ...` run (`gate g3`: one, `gate all`: four)
 
     def bundle_path(self, text: str) -> str | None:
         """Where an evidence path of this run lives inside the report (``evidence/<run>/...``)."""
@@ -73,9 +74,8 @@ def read_run(path: Path) -> RunView:
     verdicts = []
     if isinstance(results.get("verdict"), dict):
         verdicts.append(verdict_from_dict(results["verdict"]))
-    for item in results.get("gates", []) or []:
-        if isinstance(item, dict):
-            verdicts.append(verdict_from_dict(item))
+    verdicts += [verdict_from_dict(item) for item in results.get("gates", None) or [] if isinstance(item, dict)]
+    gates = tuple(verdicts) if str(results.get("command", "")).split(" ")[0] == "gate" else ()
     if not verdicts and isinstance(results.get("criteria"), list):   # e.g. a fault run: "verdict" is a word
         word = results.get("verdict") if isinstance(results.get("verdict"), str) else ""
         name = f"{results.get('command', run.path.name)}" + (f" ({word})" if word else "")
@@ -87,7 +87,7 @@ def read_run(path: Path) -> RunView:
             host = record.get("host")
             prefix = f"[{host}] " if isinstance(host, str) and host not in ("", "local") else ""
             commands.append(prefix + shlex.join(str(a) for a in argv))
-    return RunView(run.path, results, tuple(verdicts), tuple(commands))
+    return RunView(run.path, results, tuple(verdicts), tuple(commands), gates)
 
 
 SOAK_RECORDS = "soak.jsonl"

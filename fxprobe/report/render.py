@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import html
-import re
 import shlex
 from xml.etree import ElementTree
 
@@ -26,20 +25,21 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
 
 
-GATE_NAME = re.compile(r"^G[1-4] ")
-
-
 def gate_verdicts(runs: list[RunView]) -> list[Verdict]:
-    """The gate table: verdicts named "G1 ..." to "G4 ..." (a run's own verdict is shown with the run)."""
-    return [v for run in runs for v in run.verdicts if GATE_NAME.match(v.name)]
+    """The gate table: the verdicts of `gate` runs only (a run's own verdict, e.g. a selftest's, stays with
+    the run), so the table is the one `fxprobe gate` printed."""
+    return [v for run in runs for v in run.gates]
 
 
 def gate_table(verdicts: list[Verdict]) -> list[list[str]]:
+    """Per gate: name, OUTCOME, criteria counted by outcome, and why it did not pass (reason, missed criteria)."""
     rows = []
     for v in verdicts:
         counts = {o: sum(1 for c in v.criteria if c.outcome is o) for o in Outcome}
+        missed = [c.name for c in v.criteria if c.outcome in (Outcome.FAIL, Outcome.ERROR)]
+        reason = "; ".join(filter(None, [v.reason, f"missed: {', '.join(missed)}" if missed else ""]))
         rows.append([v.name, v.outcome.value.upper(), ", ".join(f"{n} {o.value}" for o, n in counts.items() if n),
-                     v.reason])
+                     reason])
     return rows
 
 
