@@ -172,12 +172,24 @@ class Rehearse:
         return f"FXLAB{MAIN_MD[:8].upper()}"
 
     def gates_and_report(self) -> None:
+        """Sign the joint-test evidence, verify it (G4's sign-off), judge all gates, then the final signed report."""
         evidence = [s.run_dir for s in self.result.steps if s.produced]
         key = self.key or self.base / "signing" / "fxprobe-signing.pem"
         if not key.exists():
             key.parent.mkdir(parents=True, exist_ok=True)
             _fxprobe(["--run-dir", str(self.base / "signing" / "keygen"), "report", "keygen",
                       "--private", str(key), "--public", str(key.with_suffix(".pub"))])
+        joint = self.base / "joint-test-report"
+        built = self.step("joint-test report", "G4", lambda t: _fxprobe(
+            ["--run-dir", str(t), "report", "build", *map(str, evidence), "--out", str(joint), "--key", str(key),
+             "--title", "fxprobe joint test in the QEMU lab (evidence before the gates)"]))
+        if built.produced:
+            public = key.with_suffix(".pub")      # without the signer's own key, only the bundle's integrity is shown
+            verified = self.step("report verify", "G4", lambda t: _fxprobe(
+                ["--run-dir", str(t), "report", "verify", str(joint),
+                 *(["--public-key", str(public)] if public.exists() else [])]))
+            if verified.produced:
+                evidence.append(verified.run_dir)
         gate_step = self.step("gate all", "gates", lambda t: _fxprobe(
             ["--run-dir", str(t), "gate", "all", *[a for e in evidence for a in ("--evidence", str(e))]]))
         if gate_step.produced:

@@ -192,3 +192,15 @@ def test_a_run_verdict_named_like_a_gate_stays_out_of_the_gate_table(tmp_path):
     runs = [read_run(selftest), read_run(gate)]
     assert [v.name for v in gate_verdicts(runs)] == ["G1 delivery acceptance"]
     assert [v.name for v in runs[0].verdicts] == ["G1 self-test"]
+
+
+def test_summary_plot_rows_are_the_gates_or_else_each_run_labelled(tmp_path):
+    from fxprobe.report.build import summary_rows
+    from fxprobe.report.collect import read_run
+    criterion = {"name": "I/O errors", "outcome": "pass", "measured": 0, "threshold": 0, "comparator": "<="}
+    faults = [read_run(fake_run(tmp_path, "fault run", {"verdict": "invisible", "criteria": [criterion]}))
+              for _ in range(2)]
+    labels = [label for label, _ in summary_rows(faults)]
+    assert len(set(labels)) == 2                     # two runs' "I/O errors" never share a bar
+    gate = read_run(fake_run(tmp_path, "gate all", {"gates": [{"name": "G4 stability", "criteria": [criterion]}]}))
+    assert [(label, v.name) for label, v in summary_rows([*faults, gate])] == [("G4", "G4 stability")]

@@ -12,6 +12,7 @@ from fxprobe.report.bundle import write_manifest
 from fxprobe.report.collect import RunView, read_run, soak_series
 from fxprobe.report.render import gate_verdicts, html_page, junit_xml, markdown
 from fxprobe.rundir import utc_stamp
+from fxprobe.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,17 @@ class BuiltReport:
                 "gates": [{"gate": g, "outcome": o} for g, o in self.outcome_rows]}
 
 
+def summary_rows(runs: list[RunView]) -> list[tuple[str, Verdict]]:
+    """The gates' criteria when a gate run is among the evidence; else every run's, labelled by run."""
+    gates = gate_verdicts(runs)
+    if gates:
+        return [(v.name.split()[0], v) for v in gates]
+    return [(f"{run.name}:", v) for run in runs for v in run.verdicts]
+
+
 def make_plots(runs: list[RunView]) -> dict[str, bytes]:
     figures: dict[str, bytes | None] = {
-        "gate-summary": plots.gate_summary([v for run in runs for v in run.verdicts])}
+        "gate-summary": plots.gate_summary(summary_rows(runs))}
     for run in runs:
         g3 = run.results.get("g3") or {}
         thresholds = (run.results.get("thresholds") or {}).get("thresholds", {}).get("g3", {})

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from fxprobe.verdict import Outcome, Verdict  # noqa: E402
+from fxprobe.verdict import Outcome, Verdict, format_number  # noqa: E402
 
 COLOURS = {Outcome.PASS: "#2e7d32", Outcome.FAIL: "#c62828", Outcome.NOT_RUN: "#9e9e9e", Outcome.ERROR: "#6a1b9a"}
 
@@ -22,20 +22,25 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def gate_summary(verdicts: list[Verdict]) -> bytes | None:
-    """Margin of every numeric criterion (positive = inside the threshold), coloured by outcome."""
-    rows = [(f"{v.name.split()[0]} {c.name}", c.margin, c.outcome)
-            for v in verdicts for c in v.criteria if c.margin is not None]
+def gate_summary(verdicts: list[tuple[str, Verdict]]) -> bytes | None:
+    """Margin of every numeric criterion (positive = inside the threshold), coloured by outcome and labelled
+    with its value and unit; one row per (label, criterion), so two runs' criteria never share a bar."""
+    rows = [(f"{label} {c.name}".strip(), c.margin, c.outcome, c.unit)
+            for label, v in verdicts for c in v.criteria if c.margin is not None]
     if not rows:
         return None
     figure, axes = plt.subplots(figsize=(10, 0.3 * len(rows) + 1.4))
-    names = [r[0] if len(r[0]) <= 55 else r[0][:52] + "..." for r in rows][::-1]
-    margins = [r[1] for r in rows][::-1]
-    colours = [COLOURS[r[2]] for r in rows][::-1]
-    axes.barh(names, margins, color=colours)
+    positions = list(range(len(rows)))[::-1]
+    axes.barh(positions, [r[1] for r in rows], color=[COLOURS[r[2]] for r in rows])
+    axes.set_yticks(positions, [r[0] if len(r[0]) <= 60 else r[0][:57] + "..." for r in rows])
+    for y, (_, margin, outcome, unit) in zip(positions, rows):
+        axes.annotate(f"{format_number(margin, unit)} {outcome.value}", (max(margin, 0), y), fontsize=6,
+                      va="center", xytext=(3, 0), textcoords="offset points", ha="left")
     axes.axvline(0, color="black", linewidth=0.8)
+    low, high = axes.get_xlim()
+    axes.set_xlim(low, high + 0.15 * (high - low))      # room for the labels right of each bar or of 0
     axes.set_xlabel("margin to threshold (unit of each criterion; < 0 fails)")
-    axes.set_title("Gate criteria")
+    axes.set_title("Gate criteria" if all(r[0].startswith("G") for r in rows) else "Criteria of the runs")
     axes.tick_params(axis="y", labelsize=7)
     return _png(figure)
 
