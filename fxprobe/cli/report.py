@@ -65,5 +65,6 @@ def verify(app, folder, public_key):
 def keygen(app, private_path, public_path):
     """Make an Ed25519 key pair for signing reports (the private key is written 0600)."""
     fp = generate_keypair(private_path, public_path)
-    click.echo(f"private key {private_path} (keep it secret), public key {public_path}, fingerprint {fp}")
+    if app.verbosity >= 0:
+        click.echo(f"private key {private_path} (keep it secret), public key {public_path}, fingerprint {fp}")
     return 0
