@@ -18,9 +18,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fxprobe.errors import NotRunnable, ParseError, ToolError
+from fxprobe.errors import ParseError, ToolError
 from fxprobe.hosts import LOCAL, Host
 from fxprobe.runner import Runner
+from fxprobe.tools.probe import probe_version
 from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
 
 # -- fio's latency histogram layout (stat.h / stat.c) ------------------------
@@ -432,19 +433,10 @@ def parse_fio_version(output: str, source: str = "fio --version") -> tuple[int, 
 
 def probe_fio(runner: Runner, host: Host = LOCAL, minimum: tuple[int, int] = (3, 1)) -> str | None:
     """None when fio runs on host and is new enough for json+ and clat_ns; else the reason."""
-    try:
-        result = runner.run(["fio", "--version"], timeout=15, host=host, always=True, label="fio-version")
-    except NotRunnable as exc:
-        return str(exc)
-    if not result.ok:
-        return result.failure("fio --version")
-    try:
-        version = parse_fio_version(result.stdout)
-    except ParseError as exc:
-        return str(exc)
-    if version < minimum:
-        return f"fio {version[0]}.{version[1]} is older than {minimum[0]}.{minimum[1]} (no clat_ns/json+)"
-    return None
+    version, reason = probe_version(runner, ["fio", "--version"], parse_fio_version, host=host, label="fio-version")
+    if reason is None and version < minimum:
+        reason = f"fio {version[0]}.{version[1]} is older than {minimum[0]}.{minimum[1]} (no clat_ns/json+)"
+    return reason
 
 
 def run_fio(runner: Runner, args: Sequence[str], *, timeout: float, host: Host = LOCAL,

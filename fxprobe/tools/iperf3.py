@@ -13,9 +13,10 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from fxprobe.errors import NotRunnable, ParseError, ToolError
+from fxprobe.errors import ParseError, ToolError
 from fxprobe.hosts import LOCAL, Host
 from fxprobe.runner import Background, Runner
+from fxprobe.tools.probe import probe_version
 from fxprobe.tools.fields import arr, integer, load_json, number, obj, opt, text
 
 DEFAULT_PORT = 5201
@@ -198,12 +199,4 @@ def parse_iperf3_version(output: str, source: str = "iperf3 --version") -> tuple
 
 def probe_iperf3(runner: Runner, host: Host = LOCAL) -> str | None:
     """None when iperf3 runs on host; else the reason."""
-    try:
-        result = runner.run(["iperf3", "--version"], timeout=15, host=host, always=True, label="iperf3-version")
-    except NotRunnable as exc:
-        return str(exc)
-    try:
-        parse_iperf3_version(result.stdout)
-    except ParseError as exc:
-        return result.failure("iperf3") if not result.ok else str(exc)
-    return None
+    return probe_version(runner, ["iperf3", "--version"], parse_iperf3_version, host=host, label="iperf3-version")[1]

@@ -13,9 +13,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from fxprobe.errors import NotRunnable, ParseError, ToolError
+from fxprobe.errors import ParseError, ToolError
 from fxprobe.hosts import LOCAL, Host
 from fxprobe.runner import Runner
+from fxprobe.tools.probe import probe_command, probe_version
 from fxprobe.tools.fields import arr, get, integer, load_json, obj, opt, text
 
 KELVIN_OFFSET = 273.15
@@ -556,26 +557,11 @@ def parse_nvme_version(output: str, source: str = "nvme version") -> tuple[int, 
 
 def probe_nvme_cli(runner: Runner, host: Host = LOCAL) -> str | None:
     """None when nvme-cli runs on host; else the reason."""
-    try:
-        result = runner.run(["nvme", "version"], timeout=15, host=host, always=True, label="nvme-version")
-    except NotRunnable as exc:
-        return str(exc)
-    try:
-        parse_nvme_version(result.stdout)
-    except ParseError as exc:
-        return result.failure("nvme version") if not result.ok else str(exc)
-    return None
+    return probe_version(runner, ["nvme", "version"], parse_nvme_version, host=host, label="nvme-version")[1]
 
 
 def probe_nvme_fabrics(runner: Runner, host: Host = LOCAL) -> str | None:
     """None when the host can make fabric connections (/dev/nvme-fabrics exists); else the reason."""
-    try:
-        result = runner.run(["test", "-c", "/dev/nvme-fabrics"], timeout=15, host=host, always=True,
-                            label="nvme-fabrics")
-    except NotRunnable as exc:
-        return str(exc)
-    if result.ok:
-        return None
-    where = f" on {host.name}" if host.name != "local" else ""
-    return (f"/dev/nvme-fabrics is missing{where}: the kernel has no NVMe-oF host driver loaded "
-            "(modprobe nvme-tcp or nvme-rdma)")
+    return probe_command(runner, ["test", "-c", "/dev/nvme-fabrics"],
+                         "/dev/nvme-fabrics is missing{where}: the kernel has no NVMe-oF host driver loaded "
+                         "(modprobe nvme-tcp or nvme-rdma)", host=host, label="nvme-fabrics")

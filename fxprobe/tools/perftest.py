@@ -12,9 +12,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from fxprobe.errors import NotRunnable, ParseError, ToolError
+from fxprobe.errors import ParseError, ToolError
 from fxprobe.hosts import LOCAL, Host
 from fxprobe.runner import Background, Runner
+from fxprobe.tools.probe import probe_command, probe_version
 from fxprobe.tools.fields import get, integer, number, obj, text
 
 MIB = 1 << 20
@@ -335,26 +336,12 @@ def parse_perftest_version(output: str, source: str = "perftest --version") -> s
 
 def probe_perftest(runner: Runner, host: Host = LOCAL, test: str = "ib_read_bw") -> str | None:
     """None when the perftest binary runs on host; else the reason."""
-    try:
-        result = runner.run([test, "--version"], timeout=15, host=host, always=True, label=f"{test}-version")
-    except NotRunnable as exc:
-        return str(exc)
-    try:
-        parse_perftest_version(result.stdout + result.stderr)
-    except ParseError as exc:
-        return result.failure(test) if not result.ok else str(exc)
-    return None
+    return probe_version(runner, [test, "--version"], parse_perftest_version, host=host, label=f"{test}-version")[1]
 
 
 def probe_rdma_device(runner: Runner, host: Host = LOCAL) -> str | None:
     """None when host has at least one RDMA device (/sys/class/infiniband); else the reason."""
-    try:
-        result = runner.run(["ls", "-1", "/sys/class/infiniband"], timeout=15, host=host, always=True,
-                            label="rdma-devices")
-    except NotRunnable as exc:
-        return str(exc)
-    if result.ok and result.stdout.split():
-        return None
-    where = f" on {host.name}" if host.name != "local" else ""
-    return (f"no RDMA device{where} (/sys/class/infiniband is empty or missing): "
-            "load a RoCE driver or soft-RoCE (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IF)")
+    return probe_command(runner, ["ls", "-1", "/sys/class/infiniband"],
+                         "no RDMA device{where} (/sys/class/infiniband is empty or missing): load a RoCE driver or "
+                         "soft-RoCE (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IF)",
+                         host=host, label="rdma-devices", needs_output=True)
