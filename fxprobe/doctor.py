@@ -10,10 +10,8 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, asdict
-from typing import Callable
 
 from fxprobe import sysfs
-from fxprobe.errors import NotRunnable
 from fxprobe.runner import Runner, install_hint
 
 

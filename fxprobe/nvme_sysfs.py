@@ -77,7 +77,7 @@ def controllers() -> list[SysController]:
                 subsystem = sub
         paths = tuple({"path": entry, "ana_state": sysfs.read(f"{base}/{entry}/ana_state"),
                        "nsid": sysfs.read(f"{base}/{entry}/nsid")}
-                      for entry in sysfs.listdir(base) if re.fullmatch(rf"nvme\d+c\d+n\d+", entry))
+                      for entry in sysfs.listdir(base) if re.fullmatch(r"nvme\d+c\d+n\d+", entry))
         result.append(SysController(
             name, sysfs.read(f"{base}/model"), sysfs.read(f"{base}/serial"), sysfs.read(f"{base}/firmware_rev"),
             sysfs.read(f"{base}/transport"), sysfs.read(f"{base}/address"), sysfs.read(f"{base}/state"),

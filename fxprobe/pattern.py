@@ -9,9 +9,8 @@ they differ.
 from __future__ import annotations
 
 import math
-import statistics
 import time
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable
 
@@ -79,7 +78,7 @@ class PatternSummary:
                f"  mean request: read {_size(self.mean_read_bytes)}, write {_size(self.mean_write_bytes)}"
                + (f" (device splits above {_size(self.max_request_bytes)})" if self.max_request_bytes else ""),
                f"  mean queue depth: {'-' if self.queue_depth_mean is None else f'{self.queue_depth_mean:.2f}'}",
-               f"  sequential: " + ("unknown (diskstats has no offsets)" if self.sequential_fraction is None
+               "  sequential: " + ("unknown (diskstats has no offsets)" if self.sequential_fraction is None
                                     else f"{self.sequential_fraction * 100:.1f} % of requests follow the previous one")]
         if self.size_histogram:
             top = sorted(self.size_histogram.items(), key=lambda kv: -kv[1])[:6]

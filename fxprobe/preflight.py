@@ -10,8 +10,7 @@ import os
 import platform
 import re
 from dataclasses import dataclass, asdict, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, asdict, field, replace
+from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Any
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Callable
 
 from fxprobe.errors import FxprobeError
-from fxprobe.rundir import RunDir, utc_stamp
 from fxprobe.runner import Runner
 from fxprobe.verdict import Criterion, Outcome, Verdict
 

@@ -18,7 +18,7 @@ import tenacity
 
 from fxprobe.errors import NotRunnable, ToolError
 from fxprobe.hosts import LOCAL, Host
-from fxprobe.rundir import RunDir, utc_now, utc_stamp
+from fxprobe.rundir import RunDir, utc_stamp
 
 # Debian package that provides each wrapped command (for "how to fix" hints).
 PACKAGE_OF = {

@@ -9,7 +9,7 @@ never only by /dev name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict
 from pathlib import Path
 
 from fxprobe import nvme_sysfs
