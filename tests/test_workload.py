@@ -50,7 +50,8 @@ def test_directory_run_has_three_repeats_cv_steady_state_and_merged_p99(dir_run)
     # the series carries epoch-ms stamps from fio's logs
     stamps = [t for t, _ in result.repeats[0].series]
     assert stamps and stamps[0] > 1.6e12 and stamps == sorted(stamps)
-    assert [t for t, _ in result.repeats[0].iops_series][:1] == stamps[:1]
+    # fio writes the bw and iops logs separately: their first stamps may differ by a millisecond or two
+    assert abs(result.repeats[0].iops_series[0][0] - stamps[0]) <= 5
     assert sum(v for _, v in result.repeats[0].iops_series) > 0
     # the cache was dropped (root) or the run says why not
     assert all("page cache" in r.cache for r in result.repeats)

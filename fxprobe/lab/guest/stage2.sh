@@ -7,7 +7,9 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 say() { echo "fxlab[$FXLAB_NAME] $(cut -d' ' -f1 /proc/uptime)s: $*"; }
 mkdir -p /run /tmp /dev/pts /dev/shm
 mount -t tmpfs -o mode=0755 tmpfs /run
-mount -t tmpfs -o mode=1777 tmpfs /tmp
+# /tmp stays the host's (read through the overlay, writes land in the guest's tmpfs upper layer): a checkout
+# under /tmp, where fxprobe's editable install points, must stay importable in the guest.
+chmod 1777 /tmp
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 . /fxlab/guest.env
