@@ -10,7 +10,6 @@ every step produced its evidence.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import time
@@ -18,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from fxprobe.errors import FxprobeError
+from fxprobe.errors import BadInput, FxprobeError
+from fxprobe.rundir import RunDir
 from fxprobe.runner import Runner
 from fxprobe.verdict import Criterion, Outcome, Verdict
 
@@ -35,20 +35,11 @@ class Step:
     code: int | None = None
     seconds: float = 0.0
     error: str = ""
+    run_outcome: str = "none"   # the step's own verdict as its results.json records it (a lab step may rightly fail)
 
     @property
     def produced(self) -> bool:
         return self.run_dir is not None and (self.run_dir / "results.json").exists()
-
-    @property
-    def run_outcome(self) -> str:
-        """The step's own verdict as its run directory records it (a lab step may rightly fail its threshold)."""
-        if not self.produced:
-            return "none"
-        try:
-            return str(json.loads((self.run_dir / "results.json").read_text()).get("outcome", "?"))
-        except (OSError, ValueError):
-            return "unreadable"
 
     def to_dict(self) -> dict:
         return {"name": self.name, "gate": self.gate, "run_dir": str(self.run_dir) if self.run_dir else None,
@@ -99,11 +90,20 @@ class Rehearse:
         try:
             step.code = action(target)
             step.run_dir = target if (target / "results.json").exists() else None
+            if step.run_dir is not None:
+                step.run_outcome = str(self.results_of(step).get("outcome", "?"))
         except FxprobeError as exc:
             step.error = str(exc)
         step.seconds = time.monotonic() - start
         self.progress(f"[{gate}] {name}: exit {step.code} in {step.seconds:.0f} s" + (f" ({step.error})" if step.error else ""))
         return step
+
+    @staticmethod
+    def results_of(step: Step) -> dict:
+        try:
+            return RunDir.open(step.run_dir).results()
+        except BadInput:
+            return {"outcome": "unreadable"}
 
     def in_guest(self, guest: str, argv: list[str], target: Path, timeout: float = 900) -> int:
         """fxprobe inside a guest, run directory on the guest's writable share, copied here."""
@@ -193,8 +193,7 @@ class Rehearse:
             ["--run-dir", str(t), "gate", "all", *[a for e in evidence for a in ("--evidence", str(e))]]))
         if gate_step.produced:
             evidence.append(gate_step.run_dir)
-            gates = json.loads((gate_step.run_dir / "results.json").read_text())
-            self.result.gate_table = gate_lines(gates)
+            self.result.gate_table = gate_lines(self.results_of(gate_step))
         self.result.report = self.base / "report"
         self.step("report", "report", lambda t: _fxprobe(
             ["--run-dir", str(t), "report", "build", *map(str, evidence), "--out", str(self.result.report),

@@ -38,7 +38,8 @@ def summary_rows(runs: list[RunView]) -> list[tuple[str, Verdict]]:
 
 def make_plots(runs: list[RunView]) -> dict[str, bytes]:
     figures: dict[str, bytes | None] = {
-        "gate-summary": plots.gate_summary(summary_rows(runs))}
+        "gate-summary": plots.gate_summary(summary_rows(runs), "Gate criteria" if any(run.gates for run in runs)
+                                           else "Criteria of the runs")}
     for run in runs:
         g3 = run.results.get("g3") or {}
         thresholds = (run.results.get("thresholds") or {}).get("thresholds", {}).get("g3", {})

@@ -74,7 +74,7 @@ def read_run(path: Path) -> RunView:
     verdicts = []
     if isinstance(results.get("verdict"), dict):
         verdicts.append(verdict_from_dict(results["verdict"]))
-    verdicts += [verdict_from_dict(item) for item in results.get("gates", None) or [] if isinstance(item, dict)]
+    verdicts += [verdict_from_dict(item) for item in results.get("gates") or [] if isinstance(item, dict)]
     gates = tuple(verdicts) if str(results.get("command", "")).split(" ")[0] == "gate" else ()
     if not verdicts and isinstance(results.get("criteria"), list):   # e.g. a fault run: "verdict" is a word
         word = results.get("verdict") if isinstance(results.get("verdict"), str) else ""

@@ -22,7 +22,7 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def gate_summary(verdicts: list[tuple[str, Verdict]]) -> bytes | None:
+def gate_summary(verdicts: list[tuple[str, Verdict]], title: str = "Gate criteria") -> bytes | None:
     """Margin of every numeric criterion (positive = inside the threshold), coloured by outcome and labelled
     with its value and unit; one row per (label, criterion), so two runs' criteria never share a bar."""
     rows = [(f"{label} {c.name}".strip(), c.margin, c.outcome, c.unit)
@@ -40,7 +40,7 @@ def gate_summary(verdicts: list[tuple[str, Verdict]]) -> bytes | None:
     low, high = axes.get_xlim()
     axes.set_xlim(low, high + 0.15 * (high - low))      # room for the labels right of each bar or of 0
     axes.set_xlabel("margin to threshold (unit of each criterion; < 0 fails)")
-    axes.set_title("Gate criteria" if all(r[0].startswith("G") for r in rows) else "Criteria of the runs")
+    axes.set_title(title)
     axes.tick_params(axis="y", labelsize=7)
     return _png(figure)
 
