@@ -93,9 +93,9 @@ def check_common(result: dict) -> None:
         assert instants["first_affected_ms"] is not None, result["impact"]
         # the first affected sample's window (t - L, t] starts within one log interval of the injection
         window_start = instants["first_affected_ms"] - interval
-        # a pulled drive reaches md only after the guest's hot-remove runs: seen 1.7-2.2 s under loaded TCG,
-        # so drive faults get that latency on top (link faults keep the one-interval bound)
-        slack = 2500 if "drive" in json.dumps(result.get("plan", {}).get("kind", "")) else 0
+        # a pulled drive reaches md only after the guest's hot-remove runs: seen 1.7-2.2 s under loaded TCG
+        # and once 4.2 s, so drive faults get 5 s on top (link faults keep the one-interval bound)
+        slack = 5000 if "drive" in json.dumps(result.get("plan", {}).get("kind", "")) else 0
         assert abs(window_start - instants["inject_ms"]) <= interval + 1000 * result["clock"]["uncertainty_s"] + slack, instants
     assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
 
