@@ -5,7 +5,7 @@ Generates the logs (epoch-ms stamps, 259,200 lines per host), then, each in a fr
 that peak memory is its own, times (median of --rounds) and measures peak RSS of
   reference: pandas.read_csv of every file (no analysis at all), and
   fxprobe:   fxprobe.tools.fio.parse_fio_log of every file (validation, types) + the aggregate
-             bandwidth series across hosts (fxprobe.workload.bandwidth_series) + stall count.
+             bandwidth series across hosts (fxprobe.workload.run.bandwidth_series) + stall count.
 Reports both and their ratios (fxprobe / reference).
 
     scripts/bench logs [--hours 72] [--hosts 8] [--rounds 3] [--json]
@@ -47,7 +47,7 @@ def child(mode: str, paths: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     import pandas as pd
     from fxprobe.tools import fio
-    from fxprobe.workload import bandwidth_series
+    from fxprobe.workload.run import bandwidth_series
     began = time.perf_counter()
     if mode == "reference":
         frames = [pd.read_csv(p, header=None) for p in paths]

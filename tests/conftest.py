@@ -43,11 +43,11 @@ def session_lab_name() -> str:
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     """The session's lab handle (fxprobe.lab.vm.Lab), booted on first use and stopped at the end."""
-    from fxprobe.errors import NotRunnable
+    from fxprobe.core.errors import NotRunnable
     from fxprobe.lab.spec import LabSpec
     from fxprobe.lab.vm import Lab
-    from fxprobe.rundir import RunDir
-    from fxprobe.runner import Runner
+    from fxprobe.core.rundir import RunDir
+    from fxprobe.core.runner import Runner
 
     existing = os.environ.get("FXPROBE_TEST_LAB")
     if existing:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from fxprobe.cli.main import main
-from fxprobe.rundir import RunDir
+from fxprobe.core.rundir import RunDir
 
 BENCH = Path(__file__).parent / "fixtures" / "bench"
 

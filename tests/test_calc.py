@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from fxprobe import calc
-from fxprobe.errors import BadInput
+from fxprobe.gates import calc
+from fxprobe.core.errors import BadInput
 from gate_helpers import fxprobe
 
 

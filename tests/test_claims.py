@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.claims import CANNOT_CHECK, DOES_NOT_HOLD, HOLDS, check_claims, evaluate, load_claims, parse_claims, stated_tolerance, Table
-from fxprobe.errors import BadInput
+from fxprobe.gates.claims import CANNOT_CHECK, DOES_NOT_HOLD, HOLDS, check_claims, evaluate, load_claims, parse_claims, stated_tolerance, Table
+from fxprobe.core.errors import BadInput
 from gate_helpers import fxprobe
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "claims"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe import sysfs
-from fxprobe.errors import BadInput, NotRunnable
+from fxprobe.core import sysfs
+from fxprobe.core.errors import BadInput, NotRunnable
 from fxprobe.faults import engine, methods
 from fxprobe.faults.journal import Journal
-from fxprobe.runner import Runner
+from fxprobe.core.runner import Runner
 
 
 # -- RAID redundancy ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, parse_scenario, scenario_names
 
 MINIMAL = '[fault]\nkind = "drive-pull"\nslot = 0\n'

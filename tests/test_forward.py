@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from fxprobe.errors import BadInput
-from fxprobe.hosts import LocalHost, SshHost
+from fxprobe.core.errors import BadInput
+from fxprobe.core.hosts import LocalHost, SshHost
 from fxprobe.lab import forward
-from fxprobe.runner import Runner
-from fxprobe.workload import FioServers, Node, plan_run
+from fxprobe.core.runner import Runner
+from fxprobe.workload.run import FioServers, Node, plan_run
 
 INFO_USERNET = """Hub -1 (mgmt):
   Protocol[State]    FD  Source Address  Port   Dest. Address  Port RecvQ SendQ

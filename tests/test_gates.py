@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import DEFAULTS, parse_config
 from fxprobe.gates.engine import lookup
-from fxprobe.verdict import Outcome
+from fxprobe.core.verdict import Outcome
 from gate_helpers import fake_run, fxprobe
 
 ROOT = Path(__file__).parent.parent

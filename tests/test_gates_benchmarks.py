@@ -7,9 +7,9 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fxprobe.benchmarks import (FORMAT_LONG_DOC_CSV, FORMAT_LONG_DOC_JSON, FORMAT_MULTI_ROUND_CSV, FORMAT_VLLM,
+from fxprobe.workload.benchmarks import (FORMAT_LONG_DOC_CSV, FORMAT_LONG_DOC_JSON, FORMAT_MULTI_ROUND_CSV, FORMAT_VLLM,
                                 load_benchmark, parse_benchmark_text)
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 from gate_helpers import BENCH
 
 

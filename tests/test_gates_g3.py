@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fxprobe.benchmarks import load_benchmark
+from fxprobe.workload.benchmarks import load_benchmark
 from fxprobe.gates.config import GateConfig, parse_config
 from fxprobe.gates.g3 import comparisons_for, criteria_for
-from fxprobe.verdict import Outcome, combine, format_number
+from fxprobe.core.verdict import Outcome, combine, format_number
 from gate_helpers import BENCH, fxprobe, g3_args, r2, results_of, runs_of
 
 EXPECTED_TTFT = {"c8": "26.0 %", "c16": "31.5 %", "c32": "26.3 %"}
@@ -165,7 +165,7 @@ def test_four_outcomes_from_g3_evidence(tmp_path, capsys):
 def test_pairing_rules():
     from dataclasses import replace
     from fxprobe.gates.g3 import pair_results
-    from fxprobe.errors import BadInput
+    from fxprobe.core.errors import BadInput
     a8, a16 = (load_benchmark(p) for p in r2("array", (8, 16)))
     b8, b16 = (load_benchmark(p) for p in r2("local-nvme", (8, 16)))
     loose = replace(b8, concurrency=None, source="loose.json")

@@ -15,12 +15,12 @@ import psutil
 import pytest
 
 from fxprobe.cli.main import main
-from fxprobe.errors import NotRunnable
-from fxprobe.hosts import SshHost
+from fxprobe.core.errors import NotRunnable
+from fxprobe.core.hosts import SshHost
 from fxprobe.lab.spec import LabSpec
 from fxprobe.lab.vm import ALT_PORT_OFFSET, Lab, lab_home, listening_ports
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 
 from conftest import SESSION_RAID_DRIVES, skip_or_fail
 

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fxprobe.cli.main import main
-from fxprobe.errors import BadInput, EXIT_NOT_RUN, EXIT_USAGE
+from fxprobe.core.errors import BadInput, EXIT_NOT_RUN, EXIT_USAGE
 from fxprobe.lab.initramfs import CpioEntry, write_cpio
 from fxprobe.lab.kernel import parse_image_package
 from fxprobe.lab.qemu import MAX_DRIVES, Drive, GuestConfig, Nic, guest_argv
 from fxprobe.lab.kernel import LabKernel
 from fxprobe.lab.spec import LabSpec, drive_serial, hosts_file, link_plan
 from fxprobe.lab.vm import choose_ports, listening_ports, parse_path_lines
-from fxprobe.mdraid import parse_mdstat
-from fxprobe.nvmet import CFSError, NvmetRoot
+from fxprobe.tools.mdadm import parse_mdstat
+from fxprobe.tools.nvmet import CFSError, NvmetRoot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from fxprobe import roce
+from fxprobe.network import roce
 from fxprobe.cli.main import main
 from netns import VethPair, require_netns
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from fxprobe.roce import netdev_mtu_for_roce
+from fxprobe.network.roce import netdev_mtu_for_roce
 from netns import VethPair, require_netns
 
 

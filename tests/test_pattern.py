@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from fxprobe.cli.main import main
-from fxprobe.errors import ParseError
-from fxprobe.pattern import compare, parse_blkparse, parse_diskstats, summarise_diskstats, DiskStat
-from fxprobe.profiles import derive, load_profile
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.errors import ParseError
+from fxprobe.workload.pattern import compare, parse_blkparse, parse_diskstats, summarise_diskstats, DiskStat
+from fxprobe.workload.profiles import derive, load_profile
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 
 
 def test_parse_this_machines_diskstats():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fxprobe import models
-from fxprobe.errors import BadInput
-from fxprobe.jobfile import Target, job_text
-from fxprobe.profiles import available, derive, load_profile, load_profile_file, parse_size, profile_from_dict
+from fxprobe.workload import models
+from fxprobe.core.errors import BadInput
+from fxprobe.workload.jobfile import Target, job_text
+from fxprobe.workload.profiles import available, derive, load_profile, load_profile_file, parse_size, profile_from_dict
 
 SHIPPED = sorted(available())
 
@@ -151,7 +151,7 @@ def test_warm_profile_uses_zipf_reuse_and_keeps_the_cache():
 @pytest.mark.parametrize("block", [False, True])
 def test_fio_parses_every_generated_job_file(tmp_path, name, block):
     import shutil
-    from fxprobe.runner import Runner
+    from fxprobe.core.runner import Runner
     if not shutil.which("fio"):
         pytest.skip("fio missing")
     d = derive(load_profile(name), max_bytes=64 << 20)

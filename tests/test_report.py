@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from fxprobe.report import plots
 from fxprobe.report.build import build_report
 from fxprobe.report.bundle import MANIFEST, SIGNATURE, verify_bundle
-from fxprobe.signing import generate_keypair, load_private_key, sign
+from fxprobe.report.signing import generate_keypair, load_private_key, sign
 from gate_helpers import fake_run, fxprobe, g3_args, runs_of
 
 
@@ -157,7 +157,7 @@ def test_html_links_criteria_to_the_bundled_evidence_and_lists_commands(bundle):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_change_to_the_signature_file_is_a_bad_signature(bundle, tmp_path, data):
-    from fxprobe.signing import load_public_key, verify
+    from fxprobe.report.signing import load_public_key, verify
     original = (bundle[0] / SIGNATURE).read_bytes()
     position = data.draw(st.integers(0, len(original) - 1), label="position")
     changed = bytearray(original)

@@ -3,8 +3,8 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from fxprobe import roce
-from fxprobe.errors import BadInput, ParseError
+from fxprobe.network import roce
+from fxprobe.core.errors import BadInput, ParseError
 
 
 def test_overhead_is_82_bytes_and_grows_with_aeth_vlan_ipv6():

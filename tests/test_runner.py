@@ -3,10 +3,10 @@ import sys
 
 import pytest
 
-from fxprobe.errors import NotRunnable, ToolError
-from fxprobe.hosts import SshHost
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.errors import NotRunnable, ToolError
+from fxprobe.core.hosts import SshHost
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.errors import BadInput, UnsafeTarget
-from fxprobe.safety import SystemView, check_target
+from fxprobe.core.errors import BadInput, UnsafeTarget
+from fxprobe.host.safety import SystemView, check_target
 
 
 def make_disk(root: Path, name: str, dev: str, *, serial: str | None = None, parts: dict | None = None,
@@ -134,9 +134,9 @@ def test_this_machines_root_device_is_refused():
 
 def test_remote_view_asks_the_same_questions_through_a_host(tmp_path):
     """RemoteSystemView runs cat/ls/test/readlink through a host; on LocalHost it must agree with sysfs."""
-    from fxprobe.hosts import LOCAL
-    from fxprobe.runner import Runner
-    from fxprobe.safety import RemoteSystemView
+    from fxprobe.core.hosts import LOCAL
+    from fxprobe.core.runner import Runner
+    from fxprobe.host.safety import RemoteSystemView
     remote, local = RemoteSystemView(Runner(None), LOCAL), SystemView()
     assert remote.exists(str(tmp_path)) and remote.is_dir(str(tmp_path)) and remote.writable(str(tmp_path))
     assert not remote.exists(str(tmp_path / "nope"))

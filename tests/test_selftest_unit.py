@@ -3,9 +3,9 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from fxprobe.errors import BadInput
-from fxprobe.selftest import Drive, Limits, evaluate, parse_expected_serials
-from fxprobe.verdict import Outcome
+from fxprobe.core.errors import BadInput
+from fxprobe.host.selftest import Drive, Limits, evaluate, parse_expected_serials
+from fxprobe.core.verdict import Outcome
 
 SMART_OK = {"critical_warning": 0, "media_errors": 0, "avail_spare": 100, "spare_thresh": 10, "percent_used": 1}
 

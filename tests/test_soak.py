@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fxprobe import soak
-from fxprobe.errors import BadInput, ParseError
-from fxprobe.rundir import RunDir
+from fxprobe.core.errors import BadInput, ParseError
+from fxprobe.core.rundir import RunDir
 
 
 # -- durations ---------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_resume_after_the_planned_time_marks_the_gap_and_closes_open_interruptio
 
 
 def test_runner_start_can_hand_stdout_over_as_a_pipe(tmp_path):
-    from fxprobe.runner import Runner
+    from fxprobe.core.runner import Runner
     run = RunDir.create(tmp_path, "pipe")
     background = Runner(run).start([sys.executable, "-c", "print('{\\n}')"], label="py", stdout_pipe=True)
     assert background.process.stdout.read() == b"{\n}\n"

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from fxprobe.runner import Runner
+from fxprobe.core.runner import Runner
 
 pytestmark = pytest.mark.lab
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from fxprobe.errors import BadInput
-from fxprobe.profiles import load_profile
-from fxprobe.sweep import SweepPoint, find_knee, override_key, parse_vary
+from fxprobe.core.errors import BadInput
+from fxprobe.workload.profiles import load_profile
+from fxprobe.workload.sweep import SweepPoint, find_knee, override_key, parse_vary
 
 
 def point(value, p99_ms, limit_ms=10):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fxprobe.errors import BadInput
-from fxprobe.tomlfile import read_toml
+from fxprobe.core.errors import BadInput
+from fxprobe.core.tomlfile import read_toml
 from gate_helpers import fxprobe
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.runner import Runner
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fxprobe.errors import ParseError
-from fxprobe import roce
+from fxprobe.core.errors import ParseError
+from fxprobe.network import roce
 from fxprobe.tools import fio, iperf3, nvme, perftest
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 from fxprobe.tools import iperf3
 
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"

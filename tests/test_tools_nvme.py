@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.runner import Runner
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.runner import Runner
 from fxprobe.tools import nvme
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvme"

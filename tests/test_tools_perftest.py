@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from fxprobe import roce
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.runner import Runner
+from fxprobe.network import roce
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.runner import Runner
 from fxprobe.tools import perftest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perftest"

@@ -1,6 +1,6 @@
 from hypothesis import given, strategies as st
 
-from fxprobe.verdict import Criterion, Outcome, Verdict, combine, format_number
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, combine, format_number
 
 
 def test_borderline_percent_shows_one_decimal():

@@ -16,12 +16,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fxprobe.errors import BadInput, ToolError, UnsafeTarget
-from fxprobe.hosts import LocalHost
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.errors import BadInput, ToolError, UnsafeTarget
+from fxprobe.core.hosts import LocalHost
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
-from fxprobe.workload import Node, plan_run, run_profile, spread, steady_state
+from fxprobe.workload.run import Node, plan_run, run_profile, spread, steady_state
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 

@@ -167,8 +167,8 @@ def test_sweep_finds_a_knee(fxprobe, tmp_path):
 
 def test_nodes_option_builds_local_and_ssh_nodes():
     from fxprobe.cli.run import parse_nodes
-    from fxprobe.errors import BadInput
-    from fxprobe.hosts import LocalHost, SshHost
+    from fxprobe.core.errors import BadInput
+    from fxprobe.core.hosts import LocalHost, SshHost
     nodes = parse_nodes("local,local:127.0.0.2,admin@10.0.0.5", 8765, "/k", 2222, "root")
     assert [n.address for n in nodes] == ["127.0.0.1", "127.0.0.2", "10.0.0.5"]
     assert isinstance(nodes[0].host, LocalHost) and isinstance(nodes[2].host, SshHost)
@@ -179,8 +179,8 @@ def test_nodes_option_builds_local_and_ssh_nodes():
 
 def test_ceiling_from_a_netcheck_run_folder(tmp_path):
     from fxprobe.cli.run import ceiling_bps
-    from fxprobe.errors import BadInput
-    from fxprobe.rundir import RunDir
+    from fxprobe.core.errors import BadInput
+    from fxprobe.core.rundir import RunDir
     run = RunDir.create(tmp_path, "netcheck")
     run.write_results({"interfaces": [{"name": "ens1f0", "speed_mbps": 100000}, {"name": "lo", "speed_mbps": None}]})
     assert ceiling_bps(None, run.path, None) == 100e9

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.errors import UnsafeTarget
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.errors import UnsafeTarget
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
-from fxprobe.workload import run_profile
+from fxprobe.workload.run import run_profile
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("losetup") or not shutil.which("fio") or not os.path.exists("/dev/loop-control"),

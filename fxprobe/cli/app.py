@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from fxprobe.rundir import RunDir, utc_stamp
-from fxprobe.runner import Runner
-from fxprobe.verdict import Outcome, Verdict
+from fxprobe.core.rundir import RunDir, utc_stamp
+from fxprobe.core.runner import Runner
+from fxprobe.core.verdict import Outcome, Verdict
 
 
 @dataclass

@@ -1,13 +1,13 @@
-"""``fxprobe model-switch`` and ``fxprobe cost``: the buyer's calculators (formulas in fxprobe.calc)."""
+"""``fxprobe model-switch`` and ``fxprobe cost``: the buyer's calculators (formulas in fxprobe.gates.calc)."""
 
 from __future__ import annotations
 
 import click
 
-from fxprobe import calc
+from fxprobe.gates import calc
 from fxprobe.cli.app import finish, pass_app
-from fxprobe.errors import BadInput
-from fxprobe.verdict import Criterion, Outcome, format_number
+from fxprobe.core.errors import BadInput
+from fxprobe.core.verdict import Criterion, Outcome, format_number
 
 
 @click.command(name="model-switch")

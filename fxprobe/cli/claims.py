@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from fxprobe.claims import DOES_NOT_HOLD, check_claims, load_claims, summary
+from fxprobe.gates.claims import DOES_NOT_HOLD, check_claims, load_claims, summary
 from fxprobe.cli.app import finish, pass_app
-from fxprobe.verdict import Outcome
+from fxprobe.core.verdict import Outcome
 
 
 @click.group()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from fxprobe import fabrics as fab
-from fxprobe import nodes
+from fxprobe.host import fabrics as fab
+from fxprobe.core import nodes
 from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.cli.options import lab_option
-from fxprobe.verdict import Outcome
+from fxprobe.core.verdict import Outcome
 
 node_option = click.option("--node", default=None, help="Run on this node ([user@]host[:port], or a lab guest with --lab); default here.")
 transport_option = click.option("--transport", "-t", type=click.Choice(fab.TRANSPORTS), default="tcp", show_default=True)

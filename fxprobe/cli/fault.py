@@ -8,7 +8,7 @@ from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.faults import engine
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, scenario_names
-from fxprobe.verdict import Outcome, format_number
+from fxprobe.core.verdict import Outcome, format_number
 
 VERDICT_OUTCOME = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
 
@@ -60,7 +60,7 @@ def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
     results = engine.execute(plan, run_dir, Journal.default(), options)
     human = [f"{loaded.name}: {results['verdict'].upper()}"
              + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
-    from fxprobe.verdict import Criterion
+    from fxprobe.core.verdict import Criterion
     for c in results["criteria"]:
         human.append("  " + Criterion(**{k: v for k, v in c.items() if k != "margin"} |
                                       {"outcome": Outcome(c["outcome"])}).line())

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from fxprobe.cli.app import finish, pass_app
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 from fxprobe.gates import GATES, Evidence, evaluate_all, load_config, verdict_lines
 from fxprobe.gates import g2 as g2_lib
 from fxprobe.gates.engine import summary_row
 from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side
-from fxprobe.verdict import Verdict, combine
+from fxprobe.core.verdict import Verdict, combine
 
 _paths = click.Path(path_type=Path)
 evidence_option = click.option("--evidence", "evidence_paths", multiple=True, type=_paths,

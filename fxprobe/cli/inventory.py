@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from fxprobe import inventory as inventory_lib
+from fxprobe.host import inventory as inventory_lib
 from fxprobe.cli.app import App, finish, pass_app
-from fxprobe.verdict import Outcome
+from fxprobe.core.verdict import Outcome
 
 
 @click.command()

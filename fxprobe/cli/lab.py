@@ -7,8 +7,8 @@ import sys
 import click
 
 from fxprobe.cli.app import App, finish, pass_app
-from fxprobe.errors import BadInput
-from fxprobe.verdict import Outcome
+from fxprobe.core.errors import BadInput
+from fxprobe.core.verdict import Outcome
 
 name_option = click.option("--name", default="default", envvar="FXPROBE_LAB", show_default=True,
                            help="Lab name (several labs can run side by side).")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from fxprobe import line_efficiency as le
-from fxprobe import nodes
+from fxprobe.network import line_efficiency as le
+from fxprobe.core import nodes
 from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.cli.options import INT_LIST, lab_option
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 
 
 @click.command("line-efficiency")

@@ -11,7 +11,7 @@ import click
 
 from fxprobe import __version__
 from fxprobe.cli.app import App
-from fxprobe.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
+from fxprobe.core.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
 
 # Each entry: command name -> (module, attribute). Commands register here and nowhere else;
 # a module is imported only when its command runs (or for --help), so a node starts fast.

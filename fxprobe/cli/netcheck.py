@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from fxprobe import netcheck as netcheck_lib
+from fxprobe.network import netcheck as netcheck_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from fxprobe import pattern as pattern_lib
+from fxprobe.workload import pattern as pattern_lib
 from fxprobe.cli.app import App, finish, pass_app
-from fxprobe.errors import BadInput
-from fxprobe.rundir import RunDir
-from fxprobe.verdict import Outcome
+from fxprobe.core.errors import BadInput
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.verdict import Outcome
 
 
 @click.group()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from fxprobe import profiles as profiles_lib
+from fxprobe.workload import profiles as profiles_lib
 from fxprobe.cli.app import App, pass_app
-from fxprobe.jobfile import Target, job_text
+from fxprobe.workload.jobfile import Target, job_text
 
 
 def size_option(function):

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from fxprobe.cli.app import App, finish_verdict, pass_app
-from fxprobe.rehearse import Rehearse
+from fxprobe.lab.rehearse import Rehearse
 
 
 @click.command()

@@ -9,8 +9,8 @@ import click
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.report.build import build_report
 from fxprobe.report.bundle import verify_bundle
-from fxprobe.signing import generate_keypair
-from fxprobe.verdict import Outcome
+from fxprobe.report.signing import generate_keypair
+from fxprobe.core.verdict import Outcome
 
 _paths = click.Path(path_type=Path)
 

@@ -11,17 +11,17 @@ import click
 from fxprobe.cli.app import App, finish, finish_verdict, pass_app
 from fxprobe.cli.options import lab_option
 from fxprobe.cli.profile import max_bytes_of, size_option
-from fxprobe.errors import BadInput
-from fxprobe.hosts import LocalHost, SshHost
-from fxprobe.verdict import Criterion, Outcome, Verdict
+from fxprobe.core.errors import BadInput
+from fxprobe.core.hosts import LocalHost, SshHost
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
-FIO_PORT = 8765   # fxprobe.workload.FIO_PORT; the heavy modules (pandas) load only when a command runs
+FIO_PORT = 8765   # fxprobe.workload.run.FIO_PORT; the heavy modules (pandas) load only when a command runs
 REPEAT_DIFF_LIMIT_PCT = 5.0
 
 
 def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int, user: str) -> list | None:
     """``local``, ``local:127.0.0.2`` or ``[user@]address`` items, comma separated."""
-    from fxprobe import workload
+    from fxprobe.workload import run as workload
     if not text:
         return None
     nodes = []
@@ -101,7 +101,7 @@ def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ss
 
 
 def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_value: float | None) -> int:
-    from fxprobe import workload
+    from fxprobe.workload import run as workload
     if dry_run:
         plan = workload.plan_run(name, target, strict=False, **args)
         app.emit(plan.to_dict(), plan.lines() + ["dry run: nothing was written or run"])
@@ -119,8 +119,8 @@ def ceiling_bps(ceiling: float | None, ceiling_from: Path | None, iface: str | N
     if ceiling is not None and ceiling_from is not None:
         raise BadInput("give --ceiling or --ceiling-from, not both")
     if ceiling_from is not None:
-        from fxprobe import workload
-        from fxprobe.rundir import RunDir
+        from fxprobe.workload import run as workload
+        from fxprobe.core.rundir import RunDir
         bps, _ = workload.ceiling_from_netcheck(RunDir.open(ceiling_from).results(), iface, str(ceiling_from))
         return bps
     return ceiling * 1e9 if ceiling else None
@@ -158,7 +158,7 @@ def run_verdict(result) -> Verdict:
 def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ssh_identity, ssh_port, ssh_user,
           allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, vary, p99_limit_ms) -> int:
     """Bandwidth/latency curve of NAME over one knob, and its knee under a p99 limit."""
-    from fxprobe import sweep as sweep_lib
+    from fxprobe.workload import sweep as sweep_lib
     key, values = sweep_lib.parse_vary(vary)
     ceiling_value = ceiling_bps(ceiling, ceiling_from, ceiling_iface)
     with run_nodes(nodes, lab, fio_port, ssh_identity, ssh_port, ssh_user) as node_list:

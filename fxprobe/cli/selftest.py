@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from fxprobe import selftest as selftest_lib
+from fxprobe.host import selftest as selftest_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
 
 

@@ -10,7 +10,7 @@ from fxprobe import soak as soak_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.cli.run import parse_sets
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 
 
 @click.command()

@@ -18,7 +18,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass, field
 
-from fxprobe.verdict import format_number
+from fxprobe.core.verdict import format_number
 
 ADVISED = {"keep_alive_tmo": 2, "reconnect_delay": 1, "ctrl_loss_tmo": 60, "fast_io_fail_tmo": 5,
            "iopolicy": "round-robin"}
@@ -39,7 +39,7 @@ class Advice:
 
 def read_timeouts(nqn: str | None = None) -> dict:
     """Controllers (of ``nqn``) with their timeouts and state, and the subsystem iopolicy, from sysfs."""
-    from fxprobe import nvme_sysfs
+    from fxprobe.tools import nvme_sysfs
     controllers = {c.name: {**c.timeouts, "state": c.state, "address": c.address}
                    for c in nvme_sysfs.controllers() if c.transport != "pcie" and (nqn is None or c.subsysnqn == nqn)}
     policies = [s.iopolicy for s in nvme_sysfs.subsystems() if nqn is None or s.nqn == nqn]

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from fxprobe.tools.fio import FioHistLog, percentile_from_bins
-from fxprobe.verdict import Criterion, Outcome
+from fxprobe.core.verdict import Criterion, Outcome
 
 AFFECTED_FRACTION = 0.5   # a window below half the steady-state IOPS is "affected" (for the timeline)
 

@@ -16,16 +16,16 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from fxprobe.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
+from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, plot, timeline
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.scenario import Scenario
-from fxprobe.hosts import LOCAL
-from fxprobe.rundir import RunDir
-from fxprobe.runner import Runner
+from fxprobe.core.hosts import LOCAL
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
-from fxprobe.verdict import Outcome
+from fxprobe.core.verdict import Outcome
 
 LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")
 
@@ -102,7 +102,7 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
         if not options.yes and not options.dry_run:
             options.dry_run = True
         if "write" in scenario.load["rw"] or scenario.load["rw"] in ("rw", "randrw"):
-            from fxprobe.safety import check_target
+            from fxprobe.host.safety import check_target
             check = check_target(scenario.load["target"], destructive=True, allow=options.allow)
             if not options.dry_run:
                 check.require_safe()

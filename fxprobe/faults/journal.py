@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.errors import BadInput
-from fxprobe.rundir import utc_stamp
+from fxprobe.core.errors import BadInput
+from fxprobe.core.rundir import utc_stamp
 
 
 def journal_path() -> Path:

@@ -71,7 +71,7 @@ def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
     """Build the twin export if it is not there (its undo is remembered first)."""
     if any(e["name"] == TWIN for e in lab.state["exports"]):
         return False
-    from fxprobe.errors import BadInput
+    from fxprobe.core.errors import BadInput
     busy = [s for s in slots if s not in free_slots(lab)]
     if busy:
         raise BadInput(f"lab.twin_slots: slot(s) {busy} are not free in lab {lab.name}",
@@ -131,7 +131,7 @@ def wait_paths(lab, host: str, nqn: str, count: int, timeout: float = 60) -> lis
         if len(live) == count:
             return live
         if time.monotonic() > deadline:
-            from fxprobe.errors import ToolError
+            from fxprobe.core.errors import ToolError
             raise ToolError(f"{host}: {len(live)} live paths to {nqn} after {timeout:.0f} s, expected {count}")
         time.sleep(0.5)
 
@@ -147,7 +147,7 @@ def set_iopolicy(lab, host: str, nqn: str, policy: str) -> str | None:
 
 
 def twin_slots(lab, lab_table: dict) -> list[int]:
-    from fxprobe.errors import BadInput
+    from fxprobe.core.errors import BadInput
     if lab_table["twin_slots"]:
         return list(lab_table["twin_slots"])
     free = free_slots(lab)
@@ -253,7 +253,7 @@ def parse_host_view(text: str) -> list[dict]:
 
 def parse_array_view(text: str) -> dict:
     """``nvme_controllers`` and ``md`` in the shape of fxprobe.lab.guestinfo, from _ARRAY_SCRIPT output."""
-    from fxprobe.mdraid import parse_mdstat
+    from fxprobe.tools.mdadm import parse_mdstat
     mdstat, _, rest = text.partition("--fxprobe--")
     controllers = []
     for line in rest.splitlines():

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from fxprobe import sysfs
-from fxprobe.errors import BadInput, NotRunnable, ToolError
-from fxprobe.runner import Runner
+from fxprobe.core import sysfs
+from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.runner import Runner
 
 REDUNDANCY = {"raid0": 0, "linear": 0, "raid1": None, "raid4": 1, "raid5": 1, "raid6": 2, "raid10": 1}
 
@@ -238,7 +238,7 @@ def plug_only(lab, slot: int) -> str:
 
 
 def lab_set_link(lab, n: int, host: str, up: bool) -> dict:
-    """The lab's link_up/link_down; if fxprobe.qmp cannot pass QMP's own ``name`` argument
+    """The lab's link_up/link_down; if fxprobe.tools.qmp cannot pass QMP's own ``name`` argument
     (``Qmp.command(name, **arguments)`` takes it as the command), send set_link directly."""
     try:
         return (lab.link_up if up else lab.link_down)(n, host)
@@ -247,7 +247,7 @@ def lab_set_link(lab, n: int, host: str, up: bool) -> dict:
             raise
     from qemu.qmp import QMPError
     from qemu.qmp.legacy import QEMUMonitorProtocol
-    from fxprobe.rundir import utc_stamp
+    from fxprobe.core.rundir import utc_stamp
     link = lab.link(n, host)
     for guest, nic in ((link["host"], link["host_nic"]), ("array", link["array_nic"])):
         path = lab.state["guests"][guest]["qmp"]
@@ -316,7 +316,7 @@ def root_device_names() -> set[str]:
 
 
 def local_md_arrays() -> list[dict]:
-    from fxprobe.mdraid import parse_mdstat
+    from fxprobe.tools.mdadm import parse_mdstat
     return [a.to_dict() for a in parse_mdstat(sysfs.read("/proc/mdstat", "") or "")]
 
 
@@ -448,7 +448,7 @@ class NetlinkLink(Method):
         nqn = self.fault.get("nqn")
         if not nqn:
             return []
-        from fxprobe import nvme_sysfs
+        from fxprobe.tools import nvme_sysfs
         mine = [c for c in nvme_sysfs.controllers() if c.subsysnqn == nqn and c.state == "live"]
         others = [c for c in mine if not _routes_via(c.address or "", self.interface)]
         if mine and not others:
@@ -490,7 +490,7 @@ class NvmeDisconnect(Method):
     kind, via = "path-loss", "nvme-disconnect"
 
     def _controller(self):
-        from fxprobe import nvme_sysfs
+        from fxprobe.tools import nvme_sysfs
         nqn = _need(self.fault, "nqn", "path-loss")
         address = _need(self.fault, "address", "path-loss")
         for ctrl in nvme_sysfs.controllers():
@@ -506,7 +506,7 @@ class NvmeDisconnect(Method):
         return None if self._controller() else f"no controller of {self.fault.get('nqn')} at {self.fault.get('address')}"
 
     def refusals(self) -> list[str]:
-        from fxprobe import nvme_sysfs
+        from fxprobe.tools import nvme_sysfs
         live = [c for c in nvme_sysfs.controllers() if c.subsysnqn == self.fault["nqn"] and c.state == "live"]
         return [f"{self.target} is the only live path"] if len(live) <= 1 else []
 
@@ -522,7 +522,7 @@ class NvmeDisconnect(Method):
                 "traddr": self.fault["address"], "trsvcid": fields.get("trsvcid", "4420")}
 
     def inject(self) -> None:
-        from fxprobe.fabrics import disconnect_controller
+        from fxprobe.host.fabrics import disconnect_controller
         disconnect_controller(self.env.runner, self._controller().name)
 
 
@@ -534,7 +534,7 @@ class NvmetPortDisable(Method):
         return f"nvmet-port:{self.fault.get('port')}"
 
     def probe(self) -> str | None:
-        from fxprobe.nvmet import NvmetRoot
+        from fxprobe.tools.nvmet import NvmetRoot
         reason = NvmetRoot().probe()
         if reason:
             return reason
@@ -552,7 +552,7 @@ class NvmetPortDisable(Method):
         return {"method": "nvmet-port-link", "port": int(self.fault["port"]), "nqn": self.fault["nqn"]}
 
     def inject(self) -> None:
-        from fxprobe.nvmet import NvmetRoot
+        from fxprobe.tools.nvmet import NvmetRoot
         NvmetRoot().port(int(self.fault["port"]), create=False).unlink(self.fault["nqn"])
 
 
@@ -564,7 +564,7 @@ class NvmetNamespaceDisable(Method):
         return f"{self.fault.get('nqn')}/ns{self.fault.get('nsid')}"
 
     def probe(self) -> str | None:
-        from fxprobe.nvmet import NvmetRoot
+        from fxprobe.tools.nvmet import NvmetRoot
         reason = NvmetRoot().probe()
         if reason:
             return reason
@@ -580,7 +580,7 @@ class NvmetNamespaceDisable(Method):
         return {"method": "nvmet-ns-enable", "nqn": self.fault["nqn"], "nsid": int(self.fault["nsid"])}
 
     def inject(self) -> None:
-        from fxprobe.nvmet import NvmetRoot
+        from fxprobe.tools.nvmet import NvmetRoot
         folder = NvmetRoot().path / "subsystems" / self.fault["nqn"] / "namespaces" / str(self.fault["nsid"])
         _write(folder / "enable", "0")
 
@@ -717,7 +717,7 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         _write(sysfs.path("/sys/bus/pci/rescan"), "1")
         return f"PCI bus rescanned (drive {record['serial']})"
     if method == "md-readd":
-        from fxprobe.mdraid import add_back
+        from fxprobe.tools.mdadm import add_back
         add_back(runner, record["md"], record["device"])
         return f"{record['device']} back in {record['md']}"
     if method == "nullblk-power":
@@ -728,12 +728,12 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
                     str(record["trsvcid"]), "-n", record["nqn"]], timeout=90, check=True, what="reconnecting the path")
         return f"path {record['traddr']} of {record['nqn']} reconnected"
     if method == "nvmet-port-link":
-        from fxprobe.nvmet import NvmetRoot
+        from fxprobe.tools.nvmet import NvmetRoot
         root = NvmetRoot()
         root.port(record["port"], create=False).link(root.subsystem(record["nqn"], create=False))
         return f"nvmet port {record['port']} exports {record['nqn']} again"
     if method == "nvmet-ns-enable":
-        from fxprobe.nvmet import NvmetRoot
+        from fxprobe.tools.nvmet import NvmetRoot
         _write(NvmetRoot().path / "subsystems" / record["nqn"] / "namespaces" / str(record["nsid"]) / "enable", "1")
         return f"namespace {record['nsid']} of {record['nqn']} enabled"
     if method == "manual":

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fxprobe.errors import BadInput
-from fxprobe.tomlfile import parse_toml, read_text
+from fxprobe.core.errors import BadInput
+from fxprobe.core.tomlfile import parse_toml, read_text
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "faults"
 

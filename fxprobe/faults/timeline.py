@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from fxprobe.errors import FxprobeError
+from fxprobe.core.errors import FxprobeError
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def merge_node_samples(host: list[tuple[float, list]], array: list[tuple[float, 
 
 def local_snapshot(nqn: str | None) -> Callable[[], tuple[dict, dict]]:
     def snap() -> tuple[dict, dict]:
-        from fxprobe import nvme_sysfs
+        from fxprobe.tools import nvme_sysfs
         from fxprobe.faults.methods import local_md_arrays
         paths = {c.name: c.state for c in nvme_sysfs.controllers() if nqn is None or c.subsysnqn == nqn}
         return paths, {m["name"]: md_text(m) for m in local_md_arrays()}

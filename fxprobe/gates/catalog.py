@@ -32,7 +32,7 @@ from __future__ import annotations
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
-from fxprobe.verdict import Criterion, Outcome
+from fxprobe.core.verdict import Criterion, Outcome
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
 BASELINE = Requirement("baseline comparison run",

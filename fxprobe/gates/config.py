@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fxprobe.errors import BadInput
-from fxprobe.tomlfile import parse_toml, read_text
+from fxprobe.core.errors import BadInput
+from fxprobe.core.tomlfile import parse_toml, read_text
 
 DEFAULT_FILE = "gates.toml"
 

@@ -4,7 +4,7 @@ A gate is a list of :class:`Check` declarations. Each check names the run it nee
 (:class:`Requirement`: which ``results.json`` ``command`` produced it, or which field it
 holds), the dotted field to read from that run's ``results.json``, a comparator and the
 threshold key in :class:`~fxprobe.gates.config.GateConfig`. The engine turns every
-check into a :class:`~fxprobe.verdict.Criterion`:
+check into a :class:`~fxprobe.core.verdict.Criterion`:
 
 * no matching run among the evidence -> ``not run``, naming the missing run and the
   command that makes it;
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from fxprobe.gates.config import GateConfig
-from fxprobe.rundir import RESULTS, RunDir
-from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
+from fxprobe.core.rundir import RESULTS, RunDir
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
 
 MISSING = object()  # lookup() result for a field that is not there
 

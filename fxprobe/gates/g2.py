@@ -2,7 +2,7 @@
 
 The reference is a table with one row per concurrency level, e.g. the ``[[rows]]`` of
 ``examples/claims/reference-r2.toml``; two columns name the reference TTFT p50 (s) and
-throughput. Each measured benchmark (any format :mod:`fxprobe.benchmarks` reads) is matched
+throughput. Each measured benchmark (any format :mod:`fxprobe.workload.benchmarks` reads) is matched
 to the row of its concurrency and becomes two entries of ``baseline_comparison``::
 
     {"c8 TTFT p50": {"measured": 7.9, "reference": 7.53, "unit": "s", "file": ...}, ...}
@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.benchmarks import BenchmarkResult
-from fxprobe.errors import BadInput
-from fxprobe.tomlfile import read_toml
+from fxprobe.workload.benchmarks import BenchmarkResult
+from fxprobe.core.errors import BadInput
+from fxprobe.core.tomlfile import read_toml
 from fxprobe.gates.catalog import G2
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Evidence, RunRecord
 from fxprobe.gates.g3 import keep_copies
-from fxprobe.rundir import RunDir
-from fxprobe.verdict import Criterion, Outcome, Verdict
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 
 @dataclass(frozen=True)

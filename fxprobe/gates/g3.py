@@ -26,12 +26,12 @@ import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from fxprobe.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
-from fxprobe.errors import BadInput
+from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
+from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Requirement
-from fxprobe.rundir import RunDir
-from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
 
 TTFT_KEYS = ("p50", "p90", "p99")
 

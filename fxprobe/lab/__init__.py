@@ -12,7 +12,7 @@ def probe_capabilities(runner) -> list:
     import os
     import shutil
 
-    from fxprobe.doctor import Capability
+    from fxprobe.host.doctor import Capability
     from fxprobe.lab.kernel import cache_root, cached_kernels
     from fxprobe.lab.qemu import qemu_binary
 

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from fxprobe.mdraid import parse_mdstat
+from fxprobe.tools.mdadm import parse_mdstat
 
 
 def _read(path: Path) -> str | None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from fxprobe.errors import NotRunnable
+from fxprobe.core.errors import NotRunnable
 from fxprobe.lab.kernel import LabKernel, cache_root
-from fxprobe.runner import Runner
+from fxprobe.core.runner import Runner
 
 # What the initramfs loads, in this order, to reach the 9p root and the overlay.
 BOOT_MODULES = ("virtio_pci", "virtio_net", "9pnet_virtio", "9p", "overlay")

@@ -18,8 +18,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.errors import NotRunnable, ToolError
-from fxprobe.runner import Runner
+from fxprobe.core.errors import NotRunnable, ToolError
+from fxprobe.core.runner import Runner
 
 META_PACKAGE = "linux-image-amd64"
 

@@ -15,13 +15,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fxprobe.errors import BadInput, FxprobeError, NotRunnable, ToolError
+from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
 from fxprobe.lab.spec import MIN_DRIVES, NAME_RE, RAID_LEVELS, SUBSYS_PREFIX
 from fxprobe.lab.target import PortSpec, build_export, remove_export
 from fxprobe.lab.vm import lab_home, port_is_free
-from fxprobe.nvmet import NvmetRoot
-from fxprobe.rundir import utc_stamp, write_json
-from fxprobe.runner import Runner
+from fxprobe.tools.nvmet import NvmetRoot
+from fxprobe.core.rundir import utc_stamp, write_json
+from fxprobe.core.runner import Runner
 
 NULLB_ROOT = Path("/sys/kernel/config/nullb")
 MODULES = ("nvmet", "nvmet-tcp", "nvme-tcp", "md_mod")

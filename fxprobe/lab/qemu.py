@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxprobe.lab.kernel import LabKernel, cache_root
-from fxprobe.runner import Runner
+from fxprobe.core.runner import Runner
 
 QEMU = "qemu-system-x86_64"
 

@@ -12,7 +12,7 @@ import re
 import uuid
 from dataclasses import asdict, dataclass
 
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 from fxprobe.lab.qemu import MAX_DRIVES
 
 RAID_LEVELS = ("raid6", "raid10", "raid5", "raid1", "raid0", "none")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Iterable
 
-from fxprobe.runner import Runner
+from fxprobe.core.runner import Runner
 
 CLIENT_KEY = "id_ed25519"
 HOST_KEY = "ssh_host_ed25519_key"

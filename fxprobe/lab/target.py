@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe import mdraid
-from fxprobe.errors import BadInput, FxprobeError, ToolError
-from fxprobe.nvmet import NvmetRoot
-from fxprobe.runner import Runner
+from fxprobe.tools import mdadm
+from fxprobe.core.errors import BadInput, FxprobeError, ToolError
+from fxprobe.tools.nvmet import NvmetRoot
+from fxprobe.core.runner import Runner
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def build_export(runner: Runner, *, nqn: str, md_name: str, level: str, devices:
         backing = devices[0]
     else:
         md = f"/dev/md/{md_name}"
-        mdraid.create(runner, md, level, devices)
+        mdadm.create(runner, md, level, devices)
         backing = wait_for_md_link(runner, md)
     subsystem = root.subsystem(nqn)
     if serial:
@@ -106,7 +106,7 @@ def build_export(runner: Runner, *, nqn: str, md_name: str, level: str, devices:
 def remove_export(runner: Runner, *, nqn: str, md_name: str | None) -> list[str]:
     removed = NvmetRoot().teardown(nqn)
     if md_name and Path(f"/dev/md/{md_name}").exists():
-        mdraid.stop(runner, f"/dev/md/{md_name}").check(f"stopping md {md_name}")
+        mdadm.stop(runner, f"/dev/md/{md_name}").check(f"stopping md {md_name}")
         removed.append(f"md {md_name}")
     return removed
 

@@ -3,7 +3,7 @@
 Python API (what the other features use)::
 
     lab = Lab.load("default")               # a lab started by `fxprobe lab up` (any process)
-    host = lab.guest("host1")               # a fxprobe.hosts.SshHost
+    host = lab.guest("host1")               # a fxprobe.core.hosts.SshHost
     lab.exec("array", ["cat", "/proc/mdstat"], timeout=30)   # -> CommandResult
     lab.drive_pull(3); lab.drive_restore(3)
     lab.link_down(2, host="host1"); lab.link_up(2, host="host1")
@@ -34,17 +34,17 @@ from pathlib import Path
 
 import psutil
 
-from fxprobe.errors import BadInput, FxprobeError, NotRunnable, ToolError
-from fxprobe.hosts import SshHost
+from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
+from fxprobe.core.hosts import SshHost
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
 from fxprobe.lab.kernel import ensure_kernel
 from fxprobe.lab.qemu import Drive, GuestConfig, Nic, choose_accel, guest_argv, qemu_binary
 from fxprobe.lab.spec import (NVME_PORT, SUBSYS_PREFIX, LabSpec, LinkPlan, drive_serial, host_identity,
                               hosts_file, link_plan)
-from fxprobe.qmp import Qmp
-from fxprobe.rundir import utc_stamp, write_json
-from fxprobe.runner import CommandResult, Runner
+from fxprobe.tools.qmp import Qmp
+from fxprobe.core.rundir import utc_stamp, write_json
+from fxprobe.core.runner import CommandResult, Runner
 
 # Loaded at boot, one `modprobe -a` per line; array and hosts both get the initiator and target
 # stacks (later features build native targets on hosts too), RAID and null_blk.

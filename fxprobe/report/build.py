@@ -6,13 +6,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.errors import BadInput
+from fxprobe.core.errors import BadInput
 from fxprobe.report import plots
 from fxprobe.report.bundle import write_manifest
 from fxprobe.report.collect import RunView, read_run, soak_series
 from fxprobe.report.render import gate_verdicts, html_page, junit_xml, markdown
-from fxprobe.rundir import utc_stamp
-from fxprobe.verdict import Verdict
+from fxprobe.core.rundir import utc_stamp
+from fxprobe.core.verdict import Verdict
 
 
 @dataclass(frozen=True)

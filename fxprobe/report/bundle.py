@@ -18,9 +18,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fxprobe import signing
-from fxprobe.errors import BadInput
-from fxprobe.rundir import sha256_file, utc_stamp
+from fxprobe.report import signing
+from fxprobe.core.errors import BadInput
+from fxprobe.core.rundir import sha256_file, utc_stamp
 
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.sig"

@@ -15,8 +15,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.rundir import RunDir
-from fxprobe.verdict import Criterion, Outcome, Verdict
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from fxprobe.verdict import Outcome, Verdict, format_number  # noqa: E402
+from fxprobe.core.verdict import Outcome, Verdict, format_number  # noqa: E402
 
 COLOURS = {Outcome.PASS: "#2e7d32", Outcome.FAIL: "#c62828", Outcome.NOT_RUN: "#9e9e9e", Outcome.ERROR: "#6a1b9a"}
 

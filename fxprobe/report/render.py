@@ -8,7 +8,7 @@ import shlex
 from xml.etree import ElementTree
 
 from fxprobe.report.collect import RunView
-from fxprobe.verdict import Criterion, Outcome, Verdict, format_number
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
 
 
 def _cells(c: Criterion) -> list[str]:

@@ -6,8 +6,8 @@ import datetime as dt
 import math
 import re
 
-from fxprobe.errors import BadInput
-from fxprobe.rundir import utc_stamp
+from fxprobe.core.errors import BadInput
+from fxprobe.core.rundir import utc_stamp
 
 RECORDS = "soak.jsonl"
 STATE = "soak-state.json"

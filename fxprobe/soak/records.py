@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from fxprobe.errors import ParseError
+from fxprobe.core.errors import ParseError
 
 
 class RecordLog:

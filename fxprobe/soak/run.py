@@ -15,10 +15,10 @@ from typing import Callable
 
 import psutil
 
-from fxprobe import telemetry
-from fxprobe.errors import BadInput, NotRunnable, ToolError
-from fxprobe.rundir import RESULTS, RunDir, write_json
-from fxprobe.runner import Runner
+from fxprobe.host import telemetry
+from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.rundir import RESULTS, RunDir, write_json
+from fxprobe.core.runner import Runner
 from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
                                  MAX_RESTARTS, RECORDS, STATE, hms, stamp)
 from fxprobe.soak.monitor import Monitor
@@ -85,7 +85,7 @@ def load_state(path: Path) -> tuple[RunDir, dict]:
 def plan_soak(config: SoakConfig, runtime: float | None = None):
     """The profile's job for ``runtime`` (default: the whole period), the target checked before
     anything is written (BadInput/UnsafeTarget)."""
-    from fxprobe import workload
+    from fxprobe.workload import run as workload
     config.validate()
     return workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
                              scale=config.scale, max_bytes=config.max_bytes, overrides=config.overrides,

@@ -6,7 +6,7 @@ import codecs
 import json
 from dataclasses import dataclass
 
-from fxprobe.errors import ParseError
+from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio
 from fxprobe.tools.fields import arr, integer, number, obj
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass
 
-from fxprobe.errors import ParseError
+from fxprobe.core.errors import ParseError
 from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, hms
 from fxprobe.soak.monitor import Interruption
-from fxprobe.verdict import Criterion, Verdict
+from fxprobe.core.verdict import Criterion, Verdict
 
 
 @dataclass(frozen=True)

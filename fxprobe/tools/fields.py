@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from fxprobe.errors import ParseError
+from fxprobe.core.errors import ParseError
 
 MISSING: Any = object()
 

@@ -18,9 +18,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.hosts import LOCAL, Host
-from fxprobe.runner import Runner
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.hosts import LOCAL, Host
+from fxprobe.core.runner import Runner
 from fxprobe.tools.probe import probe_version
 from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
 

@@ -13,9 +13,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.hosts import LOCAL, Host
-from fxprobe.runner import Background, Runner
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.hosts import LOCAL, Host
+from fxprobe.core.runner import Background, Runner
 from fxprobe.tools.probe import probe_version
 from fxprobe.tools.fields import arr, integer, load_json, number, obj, opt, text
 

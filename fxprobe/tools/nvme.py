@@ -13,9 +13,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from fxprobe.errors import ParseError, ToolError
-from fxprobe.hosts import LOCAL, Host
-from fxprobe.runner import Runner
+from fxprobe.core.errors import ParseError, ToolError
+from fxprobe.core.hosts import LOCAL, Host
+from fxprobe.core.runner import Runner
 from fxprobe.tools.probe import probe_command, probe_version
 from fxprobe.tools.fields import arr, get, integer, load_json, obj, opt, text
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from fxprobe.errors import NotRunnable, ParseError
-from fxprobe.hosts import LOCAL, Host
-from fxprobe.runner import Runner
+from fxprobe.core.errors import NotRunnable, ParseError
+from fxprobe.core.hosts import LOCAL, Host
+from fxprobe.core.runner import Runner
 
 PROBE_TIMEOUT_S = 15
 

@@ -1,0 +1,131 @@
+"""Capabilities of this machine: each wrapped tool with its version, kernel facilities, the lab.
+
+Declarative: a table of tool probes and a table of kernel probes, run by one engine
+that records every command in the run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, asdict
+
+from fxprobe.core import sysfs
+from fxprobe.core.runner import Runner, install_hint
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    kind: str          # "tool" | "kernel" | "lab"
+    present: bool
+    version: str = ""
+    reason: str = ""   # why missing (or a note when present)
+    fix: str = ""      # the command that fixes it
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ToolProbe:
+    name: str
+    argv: tuple[str, ...]
+    pattern: str       # regex with one group: the version
+
+
+TOOL_PROBES = (
+    ToolProbe("fio", ("fio", "--version"), r"fio-(\S+)"),
+    ToolProbe("nvme-cli", ("nvme", "version"), r"nvme version (\S+)"),
+    ToolProbe("libnvme", ("nvme", "version"), r"libnvme version (\S+)"),
+    ToolProbe("perftest", ("ib_read_bw", "--version"), r"Version:\s*(\S+)"),
+    ToolProbe("iperf3", ("iperf3", "--version"), r"iperf (\S+)"),
+    ToolProbe("mdadm", ("mdadm", "--version"), r"mdadm - v(\S+)"),
+    ToolProbe("blktrace", ("blktrace", "-v"), r"version (\S+)"),
+    ToolProbe("iproute2", ("ip", "-V"), r"iproute2-(\S+)"),
+    ToolProbe("qemu", ("qemu-system-x86_64", "--version"), r"version (\S+)"),
+    ToolProbe("openssh", ("ssh", "-V"), r"OpenSSH_([^\s,]+)"),
+)
+
+
+def probe_tool(runner: Runner, probe: ToolProbe) -> Capability:
+    if shutil.which(probe.argv[0]) is None:
+        return Capability(probe.name, "tool", False, reason=f"`{probe.argv[0]}` not found on PATH",
+                          fix=install_hint(probe.argv[0]).replace("install it: ", ""))
+    result = runner.run(list(probe.argv), timeout=20, label=f"version-{probe.name}", always=True)
+    match = re.search(probe.pattern, result.stdout + "\n" + result.stderr)
+    if not match:
+        return Capability(probe.name, "tool", True, reason=f"version not recognised in `{' '.join(probe.argv)}` output")
+    return Capability(probe.name, "tool", True, version=match.group(1).rstrip(","))
+
+
+def _module_loaded(name: str) -> bool:
+    return sysfs.exists(f"/sys/module/{name}")
+
+
+def _modules_available() -> bool:
+    return sysfs.exists(f"/lib/modules/{os.uname().release}/modules.dep")
+
+
+def _kernel(name: str, present: bool, what: str, module: str | None = None) -> Capability:
+    if present:
+        return Capability(name, "kernel", True, reason=what)
+    if module and _modules_available():
+        return Capability(name, "kernel", False, reason=f"{what}: module {module} not loaded",
+                          fix=f"modprobe {module}")
+    reason = f"{what}: not in this kernel"
+    if not _modules_available():
+        reason += f" (no /lib/modules/{os.uname().release}: this kernel cannot load modules)"
+    return Capability(name, "kernel", False, reason=reason,
+                      fix="use a kernel with the module, or run inside the lab: fxprobe lab up")
+
+
+def kernel_capabilities() -> list[Capability]:
+    configfs = "configfs" in sysfs.filesystems()
+    rdma_devices = sysfs.listdir("/sys/class/infiniband")
+    return [
+        _kernel("configfs", configfs, "configfs filesystem", "configfs"),
+        _kernel("nvme-core", _module_loaded("nvme_core") or sysfs.exists("/sys/class/nvme"),
+                "NVMe host driver", "nvme"),
+        _kernel("nvme-fabrics", _module_loaded("nvme_fabrics") or sysfs.exists("/dev/nvme-fabrics"),
+                "NVMe over Fabrics host", "nvme-fabrics"),
+        _kernel("nvmet", _module_loaded("nvmet") or sysfs.exists("/sys/kernel/config/nvmet"),
+                "NVMe target (nvmet)", "nvmet"),
+        _kernel("null_blk", _module_loaded("null_blk") or sysfs.exists("/sys/kernel/config/nullb"),
+                "null_blk test devices", "null_blk"),
+        _kernel("md", sysfs.exists("/proc/mdstat"), "md RAID", "raid456"),
+        _kernel("rdma", bool(rdma_devices),
+                f"RDMA devices ({', '.join(rdma_devices)})" if rdma_devices else "RDMA devices", "rdma_rxe"),
+        _kernel("kvm", os.path.exists("/dev/kvm"), "/dev/kvm (the lab falls back to TCG without it)"),
+    ]
+
+
+def lab_capabilities(runner: Runner) -> list[Capability]:
+    """The lab's own probe (kernel cache etc.), when the lab package provides one."""
+    try:
+        from fxprobe.lab import probe_capabilities  # type: ignore[attr-defined]
+    except ImportError:
+        return []
+    return list(probe_capabilities(runner))
+
+
+def collect(runner: Runner) -> list[Capability]:
+    caps = [probe_tool(runner, probe) for probe in TOOL_PROBES]
+    caps += kernel_capabilities()
+    caps += lab_capabilities(runner)
+    return caps
+
+
+def table(caps: list[Capability]) -> list[str]:
+    width = max(len(c.name) for c in caps)
+    lines = [f"{'capability':{width}}  {'kind':6}  {'status':7}  detail"]
+    for c in caps:
+        status = "ok" if c.present else "MISSING"
+        detail = c.version or c.reason
+        if c.present and c.version and c.reason:
+            detail += f" ({c.reason})"
+        if not c.present and c.fix:
+            detail += f"; fix: {c.fix}"
+        lines.append(f"{c.name:{width}}  {c.kind:6}  {status:7}  {detail}")
+    return lines

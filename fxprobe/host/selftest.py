@@ -1,0 +1,210 @@
+"""G1: every array's self-test recognizes all its drives, each live and healthy.
+
+Drives are found in sysfs (the kernel's view), their SMART health read with
+nvme-cli, and nvme-cli's own list is cross-checked against sysfs. Drives are
+named by serial number (and slot when an expected-serials file gives one),
+never only by /dev name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, asdict
+from pathlib import Path
+
+from fxprobe.tools import nvme_sysfs
+from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.runner import Runner
+from fxprobe.tools import nvme
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
+
+
+@dataclass(frozen=True)
+class Limits:
+    expect_drives: int
+    max_media_errors: int = 0
+    min_spare_percent: int = 10
+    max_percent_used: int = 90
+    allow_mixed_firmware: bool = False
+
+    def __post_init__(self):
+        if self.expect_drives < 1:
+            raise BadInput(f"--expect-drives {self.expect_drives}: must be at least 1")
+
+
+@dataclass(frozen=True)
+class ExpectedDrive:
+    serial: str
+    slot: str | None
+
+
+@dataclass(frozen=True)
+class Drive:
+    controller: str
+    serial: str
+    model: str | None
+    firmware: str | None
+    transport: str | None
+    state: str | None
+    subsysnqn: str | None
+    smart: dict | None
+    smart_error: str | None = None
+    slot: str | None = None
+
+    def label(self) -> str:
+        slot = f"slot {self.slot} " if self.slot else ""
+        return f"{slot}{self.serial} ({self.controller})"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_SERIAL = re.compile(r"^[\x21-\x7e]{1,20}$")   # NVMe SN: up to 20 printable ASCII characters
+
+
+def parse_expected_serials(text: str, source: str) -> list[ExpectedDrive]:
+    """Lines of ``SERIAL`` or ``SLOT SERIAL``; ``#`` starts a comment. Errors name file and line."""
+    drives: list[ExpectedDrive] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) == 1:
+            slot, serial = None, parts[0]
+        elif len(parts) == 2:
+            slot, serial = parts
+        else:
+            raise BadInput(f"{source}:{number}: expected 'SERIAL' or 'SLOT SERIAL', got {len(parts)} fields: {line[:60]!r}")
+        if not _SERIAL.match(serial):
+            raise BadInput(f"{source}:{number}: {serial[:40]!r} is not an NVMe serial number (1-20 printable ASCII characters)")
+        if serial in seen:
+            raise BadInput(f"{source}:{number}: serial {serial} listed twice")
+        seen.add(serial)
+        drives.append(ExpectedDrive(serial, slot))
+    if not drives:
+        raise BadInput(f"{source}: no serial numbers in the file")
+    return drives
+
+
+def load_expected_serials(path: Path) -> list[ExpectedDrive]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the expected-serials file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not a text file") from None
+    return parse_expected_serials(text, str(path))
+
+
+def find_drives(runner: Runner, subsystem: str | None = None) -> list[Drive]:
+    """Every NVMe controller of this host (or of one subsystem), with its SMART log."""
+    controllers = nvme_sysfs.controllers()
+    if subsystem:
+        controllers = [c for c in controllers if c.subsysnqn == subsystem]
+    drives = []
+    for ctrl in controllers:
+        smart, error = None, None
+        try:
+            log = nvme.run_smart_log(runner, f"/dev/{ctrl.name}", timeout=30)
+            smart = log.to_dict() if log else None
+        except ToolError as exc:
+            error = exc.message
+        drives.append(Drive(ctrl.name, (ctrl.serial or "").strip(), ctrl.model, ctrl.firmware,
+                            ctrl.transport, ctrl.state, ctrl.subsysnqn, smart, error))
+    return drives
+
+
+CRITICAL_WARNING_BITS = ("available spare below threshold", "temperature threshold", "NVM subsystem reliability degraded",
+                         "media read-only", "volatile memory backup failed", "persistent memory region read-only")
+
+
+def warning_bits(value: int) -> str:
+    return ", ".join(text for bit, text in enumerate(CRITICAL_WARNING_BITS) if value & (1 << bit)) or "unknown bit"
+
+
+def _count(name: str, ok: list[Drive], total: int, bad: list[str]) -> Criterion:
+    return Criterion(name, Outcome.PASS if not bad else Outcome.FAIL, f"{len(ok)}/{total}", f"{total}/{total}",
+                     "==", detail="; ".join(bad))
+
+
+def evaluate(drives: list[Drive], limits: Limits, expected: list[ExpectedDrive] | None = None) -> Verdict:
+    criteria: list[Criterion] = []
+    if expected:
+        slots = {e.serial: e.slot for e in expected}
+        drives = [Drive(**{**d.to_dict(), "slot": slots.get(d.serial)}) for d in drives]
+    criteria.append(Criterion.compare("drives recognized", len(drives), "==", limits.expect_drives,
+                                      detail=", ".join(d.serial for d in drives) if len(drives) < 4 else ""))
+    if expected:
+        present = {d.serial for d in drives}
+        missing = [e for e in expected if e.serial not in present]
+        unexpected = [d for d in drives if d.serial not in {e.serial for e in expected}]
+        criteria.append(Criterion(
+            "expected serials present", Outcome.PASS if not missing else Outcome.FAIL,
+            f"{len(expected) - len(missing)}/{len(expected)}", f"{len(expected)}/{len(expected)}", "==",
+            detail="missing: " + ", ".join((f"slot {e.slot} " if e.slot else "") + e.serial for e in missing) if missing else ""))
+        if unexpected:
+            criteria.append(Criterion("no unexpected drives", Outcome.FAIL, len(unexpected), 0, "==",
+                                      detail="not in the list: " + ", ".join(d.label() for d in unexpected)))
+    total = len(drives)
+    if total == 0:
+        return Verdict("G1 self-test", tuple(criteria), reason="no NVMe drive visible to this host")
+
+    live = [d for d in drives if d.state == "live"]
+    criteria.append(_count("drives live", live, total,
+                           [f"{d.label()}: state {d.state}" for d in drives if d.state != "live"]))
+    readable = [d for d in drives if d.smart is not None]
+    criteria.append(_count("SMART log readable", readable, total,
+                           [f"{d.label()}: {d.smart_error}" for d in drives if d.smart is None]))
+    warn = [f"{d.label()}: critical_warning {d.smart['critical_warning']:#04x} ({warning_bits(d.smart['critical_warning'])})"
+            for d in readable if d.smart["critical_warning"]]
+    criteria.append(_count("SMART critical_warning == 0", [d for d in readable if not d.smart["critical_warning"]],
+                           total, warn))
+    media = [f"{d.label()}: {d.smart['media_errors']} media errors (limit {limits.max_media_errors})"
+             for d in readable if (d.smart.get("media_errors") or 0) > limits.max_media_errors]
+    criteria.append(_count(f"media errors <= {limits.max_media_errors}", [d for d in readable if
+                           (d.smart.get("media_errors") or 0) <= limits.max_media_errors], total, media))
+    used = [f"{d.label()}: {d.smart['percent_used']} % used (limit {limits.max_percent_used} %)"
+            for d in readable if (d.smart.get("percent_used") or 0) > limits.max_percent_used]
+    criteria.append(_count(f"wear <= {limits.max_percent_used} % used", [d for d in readable if
+                           (d.smart.get("percent_used") or 0) <= limits.max_percent_used], total, used))
+    accounted = [d for d in readable if d.smart.get("avail_spare") or d.smart.get("spare_thresh")]
+    low = [f"{d.label()}: spare {d.smart['avail_spare']} % (threshold {d.smart['spare_thresh']} %, minimum {limits.min_spare_percent} %)"
+           for d in accounted
+           if d.smart["avail_spare"] < max(d.smart.get("spare_thresh") or 0, limits.min_spare_percent)]
+    no_spare = [d.label() for d in readable if d not in accounted]
+    criteria.append(Criterion(
+        f"available spare >= max(threshold, {limits.min_spare_percent} %)", Outcome.PASS if not low else Outcome.FAIL,
+        f"{len(accounted) - len(low)}/{len(accounted)} reporting drives",
+        detail="; ".join(low + ([f"{len(no_spare)} drive(s) report no spare accounting (0 % with threshold 0 %, "
+                                 f"as emulated drives do): not judged"] if no_spare else []))))
+    firmware: dict[str, list[str]] = {}
+    for d in drives:
+        firmware.setdefault(d.firmware or "?", []).append(d.serial)
+    mixed = len(firmware) > 1
+    criteria.append(Criterion(
+        "firmware versions agree", Outcome.FAIL if mixed and not limits.allow_mixed_firmware else Outcome.PASS,
+        ", ".join(f"{fw} x{len(s)}" for fw, s in sorted(firmware.items())), "one version",
+        detail=("differences: " + "; ".join(f"{fw}: {', '.join(s)}" for fw, s in sorted(firmware.items()))
+                + (" (allowed by --allow-mixed-firmware)" if limits.allow_mixed_firmware else "")) if mixed else ""))
+    return Verdict("G1 self-test", tuple(criteria))
+
+
+def run_selftest(runner: Runner, limits: Limits, subsystem: str | None = None,
+                 expected: list[ExpectedDrive] | None = None) -> tuple[list[Drive], Verdict, list[str]]:
+    """Find the drives, judge them, and cross-check nvme-cli's list against sysfs."""
+    if not nvme_sysfs.sysfs.exists("/sys/class/nvme"):
+        raise NotRunnable("no NVMe driver on this host (/sys/class/nvme is absent)",
+                          hint="run on the array (or a host with its drives); in the lab: "
+                               "fxprobe lab exec array -- fxprobe selftest")
+    drives = find_drives(runner, subsystem)
+    disagreements = []
+    try:
+        listed = {ns.serial.strip() for ns in nvme.run_list(runner) if ns.serial}
+        for drive in drives:
+            if drive.serial not in listed and drive.state == "live":
+                disagreements.append(f"{drive.label()}: in sysfs, not in nvme list")
+    except ToolError as exc:
+        disagreements.append(f"nvme list failed: {exc.message}")
+    return drives, evaluate(drives, limits, expected), disagreements

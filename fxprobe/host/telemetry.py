@@ -1,0 +1,109 @@
+"""Telemetry for long runs: psutil counters, NVMe temperature/health, NVMe path states, md state.
+
+Every reader returns plain dicts (JSON-ready) and never raises for a missing facility: a
+machine without NVMe or md simply gives empty maps. Counters are the raw cumulative values
+the kernel keeps (a reader computes rates from two samples).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import psutil
+
+from fxprobe.tools import mdadm
+from fxprobe.tools import nvme_sysfs
+from fxprobe.core import sysfs
+from fxprobe.core.errors import ParseError
+from fxprobe.core.hosts import LOCAL, Host
+
+SKIP_DISKS = re.compile(r"^(loop|ram|zram|sr|fd)\d*")
+SMART_FIELDS = ("critical_warning", "temperature", "avail_spare", "percent_used", "percentage_used",
+                "media_errors", "num_err_log_entries", "power_on_hours", "unsafe_shutdowns")
+
+
+def host_counters() -> dict:
+    """CPU, memory, per-disk and per-NIC counters from psutil."""
+    memory = psutil.virtual_memory()
+    disks = {name: [c.read_bytes, c.write_bytes, c.read_count, c.write_count, getattr(c, "busy_time", 0)]
+             for name, c in (psutil.disk_io_counters(perdisk=True) or {}).items() if not SKIP_DISKS.match(name)}
+    nics = {name: [c.bytes_sent, c.bytes_recv, c.errin, c.errout, c.dropin, c.dropout]
+            for name, c in (psutil.net_io_counters(pernic=True) or {}).items() if name != "lo"}
+    return {"cpu_pct": psutil.cpu_percent(interval=None), "load1": psutil.getloadavg()[0],
+            "mem_used": memory.used, "mem_available": memory.available,
+            "disk_fields": ["read_bytes", "write_bytes", "read_count", "write_count", "busy_ms"], "disks": disks,
+            "nic_fields": ["bytes_sent", "bytes_recv", "errin", "errout", "dropin", "dropout"], "nics": nics}
+
+
+def nvme_temperatures() -> dict[str, float]:
+    """Composite temperature (deg C) of each live NVMe controller that exposes a hwmon node.
+
+    Each read sends a Get Log Page to the controller: a controller that is not live is skipped
+    (the read would wait for the admin timeout)."""
+    temps = {}
+    for ctrl in sysfs.listdir("/sys/class/nvme"):
+        if sysfs.read(f"/sys/class/nvme/{ctrl}/state") != "live":
+            continue
+        for hwmon in sysfs.listdir(f"/sys/class/nvme/{ctrl}"):
+            if hwmon.startswith("hwmon"):
+                raw = sysfs.read(f"/sys/class/nvme/{ctrl}/{hwmon}/temp1_input")
+                if raw and raw.lstrip("-").isdigit() and int(raw) > -273000:   # 0 K: not reported (fabrics)
+                    temps[ctrl] = int(raw) / 1000
+    return temps
+
+
+def path_states() -> dict[str, dict]:
+    """Every NVMe controller (one per path for fabrics): state, transport, address, subsystem."""
+    return {c.name: {"state": c.state, "transport": c.transport, "address": c.address,
+                     "subsystem": c.subsystem, "subsysnqn": c.subsysnqn}
+            for c in nvme_sysfs.controllers()}
+
+
+def md_states() -> dict[str, dict]:
+    """md arrays from /proc/mdstat: level, health string, degraded, running action."""
+    text = sysfs.read("/proc/mdstat", "") or ""
+    try:
+        arrays = mdadm.parse_mdstat(text)
+    except ParseError as exc:
+        return {"_error": {"detail": str(exc)}}
+    return {a.name: {"level": a.level, "health": a.health, "degraded": a.degraded,
+                     "working": a.working_disks, "disks": a.raid_disks, "action": a.action}
+            for a in arrays}
+
+
+def parse_smart_log(output: str, source: str = "nvme smart-log") -> dict:
+    """The health fields of ``nvme smart-log -o json`` (temperature in kelvin, as nvme-cli prints it)."""
+    try:
+        data = json.loads(output)
+    except json.JSONDecodeError as exc:
+        raise ParseError(source, "(document)", f"not JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ParseError(source, "(document)", "not a JSON object")
+    return {k: data[k] for k in SMART_FIELDS if k in data}
+
+
+def smart_logs(runner, host: Host = LOCAL, controllers: list[str] | None = None) -> dict[str, dict]:
+    """``nvme smart-log`` of each controller; a failure is kept as {"error": ...}, never raised."""
+    result = {}
+    for ctrl in controllers if controllers is not None else sysfs.listdir("/sys/class/nvme"):
+        run = runner.run(["nvme", "smart-log", f"/dev/{ctrl}", "-o", "json"], timeout=15, host=host,
+                         label=f"smart-log-{ctrl}", always=True)
+        if not run.ok:
+            result[ctrl] = {"error": run.failure("nvme smart-log")}
+            continue
+        try:
+            result[ctrl] = parse_smart_log(run.stdout, f"nvme smart-log /dev/{ctrl}")
+        except ParseError as exc:
+            result[ctrl] = {"error": str(exc)}
+    return result
+
+
+def probe_nvme_cli(runner) -> str | None:
+    """None when ``nvme`` runs here, else why not."""
+    from fxprobe.core.errors import NotRunnable
+    try:
+        result = runner.run(["nvme", "version"], timeout=15, label="nvme-version", always=True)
+    except NotRunnable as exc:
+        return str(exc)
+    return None if result.ok else result.failure("nvme version")

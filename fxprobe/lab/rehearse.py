@@ -1,0 +1,226 @@
+"""The main job: rehearse acceptance G1-G4 in the QEMU lab, quickly, and write a signed report.
+
+Every step is one of fxprobe's own commands with its own run directory (commands that
+belong on a node run inside the lab guest, their run directory on the guest's share and
+copied out), so the rehearsal's evidence is exactly what a user's manual run would leave.
+Gate verdicts use the configured thresholds: an emulated lab cannot reach 83 % of
+100 GbE or hold load for 72 h, and the gate table says so. The rehearsal itself passes when
+every step produced its evidence.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from fxprobe.core.errors import BadInput, FxprobeError
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
+
+LAB_SPEC = dict(drives=24, raid="raid6", raid_drives=22, hosts=2, links=2, transport="tcp", drive_mb=128)
+EMULATED_LINE_MBPS = 20       # what soft-RoCE under TCG sustains with room to spare
+LOAD_PROFILE = "qwen25-32b-cold-restore"
+
+
+@dataclass
+class Step:
+    name: str
+    gate: str
+    run_dir: Path | None = None
+    code: int | None = None
+    seconds: float = 0.0
+    error: str = ""
+    run_outcome: str = "none"   # the step's own verdict as its results.json records it (a lab step may rightly fail)
+
+    @property
+    def produced(self) -> bool:
+        return self.run_dir is not None and (self.run_dir / "results.json").exists()
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "gate": self.gate, "run_dir": str(self.run_dir) if self.run_dir else None,
+                "exit_code": self.code, "seconds": round(self.seconds, 1), "error": self.error,
+                "produced": self.produced, "run_outcome": self.run_outcome}
+
+
+@dataclass
+class Rehearsal:
+    base: Path
+    lab_name: str
+    steps: list[Step] = field(default_factory=list)
+    report: Path | None = None
+    gate_table: list[str] = field(default_factory=list)
+
+    def verdict(self) -> Verdict:
+        criteria = [Criterion(f"{s.gate} {s.name}: evidence written", Outcome.PASS if s.produced else Outcome.ERROR,
+                              f"its verdict {s.run_outcome.upper()}, exit {s.code}" if s.code is not None
+                              else "not run", detail=s.error or (str(s.run_dir) if s.run_dir else ""))
+                    for s in self.steps]
+        return Verdict("rehearsal: every step left its evidence", tuple(criteria))
+
+    def to_dict(self) -> dict:
+        return {"lab": self.lab_name, "steps": [s.to_dict() for s in self.steps],
+                "report": str(self.report) if self.report else None, "gate_table": self.gate_table}
+
+
+def _fxprobe(argv: list[str]) -> int:
+    from fxprobe.cli.main import main
+    return main(["-q", *argv])
+
+
+class Rehearse:
+    def __init__(self, runner: Runner, base: Path, progress: Callable[[str], None], key: Path | None,
+                 soak_seconds: int = 60, lab_name: str | None = None):
+        self.runner, self.base, self.progress = runner, base, progress
+        self.key, self.soak_seconds, self.reuse = key, soak_seconds, lab_name
+        self.lab = None
+        self.result = Rehearsal(base, lab_name or "rehearse")
+
+    # -- plumbing ----------------------------------------------------------------
+    def step(self, name: str, gate: str, action: Callable[[Path], int]) -> Step:
+        step = Step(name, gate)
+        self.result.steps.append(step)
+        self.progress(f"[{gate}] {name} ...")
+        start = time.monotonic()
+        target = self.base / "steps" / f"{len(self.result.steps):02d}-{slug(name)}"
+        try:
+            step.code = action(target)
+            step.run_dir = target if (target / "results.json").exists() else None
+            if step.run_dir is not None:
+                step.run_outcome = str(self.results_of(step).get("outcome", "?"))
+        except FxprobeError as exc:
+            step.error = str(exc)
+        step.seconds = time.monotonic() - start
+        self.progress(f"[{gate}] {name}: exit {step.code} in {step.seconds:.0f} s" + (f" ({step.error})" if step.error else ""))
+        return step
+
+    @staticmethod
+    def results_of(step: Step) -> dict:
+        try:
+            return RunDir.open(step.run_dir).results()
+        except BadInput:
+            return {"outcome": "unreadable"}
+
+    def in_guest(self, guest: str, argv: list[str], target: Path, timeout: float = 900) -> int:
+        """fxprobe inside a guest, run directory on the guest's writable share, copied here."""
+        share_name = f"rehearse-{target.name}"
+        result = self.lab.exec(guest, self.lab.python("fxprobe.cli.main", "-q", "--run-dir", f"/fxlab/{share_name}",
+                                                      *argv), timeout=timeout, label=f"{guest}-{argv[0]}")
+        source = self.lab.folder / guest / share_name
+        if source.exists():
+            shutil.copytree(source, target)
+            shutil.rmtree(source, ignore_errors=True)
+        if not result.ok and not (target / "results.json").exists():
+            raise FxprobeError(result.failure(f"{argv[0]} in {guest}"))
+        return result.returncode
+
+    # -- the steps ------------------------------------------------------------------
+    def bring_up_lab(self) -> None:
+        from fxprobe.lab.spec import LabSpec
+        from fxprobe.lab.vm import Lab
+        if self.reuse:
+            self.lab = Lab.load(self.reuse, self.runner)
+            return
+        self.progress("lab: booting an array with 24 drives (raid6) and 2 hosts on 2 links each")
+        self.lab = Lab.up(LabSpec(name=self.result.lab_name, **LAB_SPEC), self.runner, progress=self.progress)
+
+    def g1(self) -> None:
+        drives = len(self.lab.state["drives"])
+        self.step("selftest", "G1", lambda t: self.in_guest("array", ["selftest", "--expect-drives", str(drives)], t))
+
+    def g2(self) -> None:
+        link = self.lab.link(1, "host1")
+        nic = link["host_nic"]
+
+        def measure(target: Path) -> int:
+            self.lab.exec("host1", ["ethtool", "-s", nic, "speed", str(EMULATED_LINE_MBPS), "duplex", "full"], check=True)
+            self.lab.throttle(1, f"{EMULATED_LINE_MBPS}mbit", "host1")
+            try:
+                return _fxprobe(["--run-dir", str(target), "line-efficiency", "--lab", self.lab.name,
+                                 "--client-node", "host1", "--server-node", "array", "--peer", link["array_ip"],
+                                 "--duration", "6", "--qps", "1", "--outs", "2", "--size", "64K"])
+            finally:
+                self.lab.throttle(1, "off", "host1")
+                self.lab.exec("host1", ["ethtool", "-s", nic, "speed", str(self.lab.spec.link_speed), "duplex", "full"])
+        self.step("line-efficiency (emulated 20 Mb/s link)", "G2", measure)
+
+    def g3(self) -> None:
+        hosts = [g for g in self.lab.state["guests"] if g != "array"]
+        ceiling_gbps = self.lab.spec.link_speed / 1000
+        self.step("multi-node read-back", "G3", lambda t: _fxprobe(
+            ["--run-dir", str(t), "run", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--lab", self.lab.name,
+             "--nodes", ",".join(hosts), "--repeats", "1", "--runtime", "5", "--ramp", "1", "--size", "64M",
+             "--ceiling", str(ceiling_gbps), "--no-layout"]))
+
+    def g4(self) -> None:
+        self.step("soak", "G4", lambda t: self.in_guest(
+            "host1", ["soak", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--duration", f"{self.soak_seconds}s",
+                      "--size", "64M", "--sample", "5", "--allow-serial", self.namespace_serial()], t,
+            timeout=self.soak_seconds + 600))
+        for scenario in ("drive-pull", "link-down"):
+            self.step(f"fault {scenario}", "G4", lambda t, s=scenario: _fxprobe(
+                ["--run-dir", str(t), "fault", "run", s, "--lab", self.lab.name]))
+
+    def namespace_serial(self) -> str:
+        """The lab's own exported namespace (disposable emulated drives), allow-listed for the soak's layout."""
+        from fxprobe.lab.vm import MAIN_MD
+        return f"FXLAB{MAIN_MD[:8].upper()}"
+
+    def gates_and_report(self) -> None:
+        """Sign the joint-test evidence, verify it (G4's sign-off), judge all gates, then the final signed report."""
+        evidence = [s.run_dir for s in self.result.steps if s.produced]
+        key = self.key or self.base / "signing" / "fxprobe-signing.pem"
+        if not key.exists():
+            key.parent.mkdir(parents=True, exist_ok=True)
+            _fxprobe(["--run-dir", str(self.base / "signing" / "keygen"), "report", "keygen",
+                      "--private", str(key), "--public", str(key.with_suffix(".pub"))])
+        joint = self.base / "joint-test-report"
+        built = self.step("joint-test report", "G4", lambda t: _fxprobe(
+            ["--run-dir", str(t), "report", "build", *map(str, evidence), "--out", str(joint), "--key", str(key),
+             "--title", "fxprobe joint test in the QEMU lab (evidence before the gates)"]))
+        if built.produced:
+            public = key.with_suffix(".pub")      # without the signer's own key, only the bundle's integrity is shown
+            verified = self.step("report verify", "G4", lambda t: _fxprobe(
+                ["--run-dir", str(t), "report", "verify", str(joint),
+                 *(["--public-key", str(public)] if public.exists() else [])]))
+            if verified.produced:
+                evidence.append(verified.run_dir)
+        gate_step = self.step("gate all", "gates", lambda t: _fxprobe(
+            ["--run-dir", str(t), "gate", "all", *[a for e in evidence for a in ("--evidence", str(e))]]))
+        if gate_step.produced:
+            evidence.append(gate_step.run_dir)
+            self.result.gate_table = gate_lines(self.results_of(gate_step))
+        self.result.report = self.base / "report"
+        self.step("report", "report", lambda t: _fxprobe(
+            ["--run-dir", str(t), "report", "build", *map(str, evidence), "--out", str(self.result.report),
+             "--key", str(key), "--title", "fxprobe rehearsal in the QEMU lab (emulated array)"]))
+
+    def run(self) -> Rehearsal:
+        try:
+            self.bring_up_lab()
+            for stage in (self.g1, self.g2, self.g3, self.g4):
+                stage()
+        finally:
+            if self.lab is not None and not self.reuse:
+                self.progress("lab: shutting down")
+                self.lab.down()
+        self.gates_and_report()
+        return self.result
+
+
+def slug(name: str) -> str:
+    """A step's folder name: "line-efficiency (emulated 20 Mb/s link)" -> "line-efficiency-emulated-20-Mb-s-link"."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
+
+
+def gate_lines(gates: dict) -> list[str]:
+    """The gate table from `gate all` results, row for row the one the report shows."""
+    from fxprobe.report.collect import verdict_from_dict
+    from fxprobe.report.render import gate_table
+    rows = gate_table([verdict_from_dict(v) for v in gates.get("gates") or [] if isinstance(v, dict)])
+    return [f"{name:<28} {outcome:<8} {counts}" + (f" - {reason}" if reason else "")
+            for name, outcome, counts, reason in rows]

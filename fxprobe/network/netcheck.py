@@ -1,0 +1,221 @@
+"""RoCEv2 / MTU readiness of the data interfaces (pyroute2 for links and routes, sysfs for RDMA).
+
+Each check is a Criterion so the verdict prints measured beside required.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shutil
+from dataclasses import dataclass, asdict, field
+
+from pyroute2 import IPRoute
+
+from fxprobe.core import sysfs
+from fxprobe.core.errors import BadInput
+from fxprobe.core.hosts import LOCAL, Host
+from fxprobe.network.roce import netdev_mtu_for_roce
+from fxprobe.core.runner import Runner
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
+
+IPV4_HEADER_ICMP = 28          # IPv4 20 + ICMP 8: ping -s payload = MTU - 28
+
+
+@dataclass(frozen=True)
+class Gid:
+    index: int
+    gid: str
+    type: str
+    ndev: str | None
+
+    @property
+    def ipv4(self) -> str | None:
+        address = ipaddress.IPv6Address(self.gid)
+        return str(address.ipv4_mapped) if address.ipv4_mapped else None
+
+
+@dataclass(frozen=True)
+class RdmaPort:
+    device: str
+    port: int
+    state: str | None
+    phys_state: str | None
+    active_mtu: str | None
+    rate: str | None
+    gids: tuple[Gid, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    operstate: str | None
+    mtu: int | None
+    speed_mbps: int | None
+    addresses: tuple[str, ...]
+    rdma: tuple[RdmaPort, ...]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _gids(device: str, port: str) -> tuple[Gid, ...]:
+    base = f"/sys/class/infiniband/{device}/ports/{port}"
+    gids = []
+    for index in sysfs.listdir(f"{base}/gids"):
+        if not index.isdigit():
+            continue
+        raw = sysfs.read(f"{base}/gids/{index}")
+        if not raw or set(raw.replace(":", "")) == {"0"}:
+            continue
+        gid_type = sysfs.read(f"{base}/gid_attrs/types/{index}") or ""
+        ndev = sysfs.read(f"{base}/gid_attrs/ndevs/{index}")
+        try:
+            text = str(ipaddress.IPv6Address(raw))
+        except ValueError:
+            continue
+        gids.append(Gid(int(index), text, gid_type, ndev))
+    return tuple(sorted(gids, key=lambda g: g.index))
+
+
+def rdma_ports_for(ifname: str) -> tuple[RdmaPort, ...]:
+    """RDMA ports bound to a netdev: physical (device/infiniband) or soft (rxe: GID ndevs, parent file)."""
+    ports = []
+    for device in sysfs.listdir("/sys/class/infiniband"):
+        base = f"/sys/class/infiniband/{device}"
+        bound = sysfs.read(f"{base}/parent") == ifname or device in sysfs.listdir(f"/sys/class/net/{ifname}/device/infiniband")
+        for port in sysfs.listdir(f"{base}/ports"):
+            gids = _gids(device, port)
+            if not (bound or any(g.ndev == ifname for g in gids)):
+                continue
+            ports.append(RdmaPort(device, int(port), sysfs.read(f"{base}/ports/{port}/state"),
+                                  sysfs.read(f"{base}/ports/{port}/phys_state"),
+                                  None, sysfs.read(f"{base}/ports/{port}/rate"),
+                                  tuple(g for g in gids if g.ndev in (None, ifname))))
+    return tuple(ports)
+
+
+def read_interfaces(names: list[str] | None = None) -> list[Interface]:
+    with IPRoute() as ipr:
+        links = {link.get("ifname"): link for link in ipr.get_links()}
+        addrs: dict[int, list[str]] = {}
+        for addr in ipr.get_addr():
+            addrs.setdefault(addr["index"], []).append(f"{addr.get('address')}/{addr['prefixlen']}")
+    if names:
+        unknown = [n for n in names if n not in links]
+        if unknown:
+            raise BadInput(f"--iface {unknown[0]}: no such interface (have: {', '.join(sorted(links))})")
+    else:
+        names = [n for n in links if n != "lo" and (rdma_ports_for(n) or sysfs.exists(f"/sys/class/net/{n}/device"))]
+    result = []
+    for name in names:
+        link = links[name]
+        speed = sysfs.read(f"/sys/class/net/{name}/speed")
+        speed_mbps = int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None
+        result.append(Interface(name, link.get("operstate"), link.get("mtu"), speed_mbps,
+                                tuple(addrs.get(link["index"], [])), rdma_ports_for(name)))
+    return result
+
+
+def route_interface(peer: str) -> str | None:
+    with IPRoute() as ipr:
+        routes = ipr.route("get", dst=peer)
+        if not routes:
+            return None
+        oif = routes[0].get("oif")
+        links = ipr.get_links(oif)
+        return links[0].get("ifname") if links else None
+
+
+def probe_path_mtu(runner: Runner, peer: str, mtu: int, iface: str | None = None,
+                   host: Host = LOCAL) -> tuple[bool, str]:
+    """Don't-fragment ICMP at the full MTU: (passed, detail)."""
+    argv = ["ping", "-M", "do", "-s", str(mtu - IPV4_HEADER_ICMP), "-c", "2", "-W", "2", "-q"]
+    if iface:
+        argv += ["-I", iface]
+    result = runner.run(argv + [peer], timeout=15, host=host, label=f"pmtu-{peer}", always=True)
+    received = re.search(r"(\d+) received", result.stdout)
+    ok = result.returncode == 0 and bool(received) and int(received.group(1)) > 0
+    detail = (result.stdout.strip().splitlines() or [""])[-1] if ok else \
+        ((result.stderr.strip() or result.stdout.strip()).splitlines() or ["no reply"])[-1]
+    return ok, detail
+
+
+def qos_info(runner: Runner, iface: str) -> dict:
+    """PFC/ECN/DSCP where the system exposes them; shown as information, never guessed."""
+    info: dict = {"tcp_ecn": sysfs.read("/proc/sys/net/ipv4/tcp_ecn")}
+    ecn_dir = f"/sys/class/net/{iface}/ecn"
+    if sysfs.exists(ecn_dir):
+        info["roce_ecn"] = {f"{kind}/{prio}": sysfs.read(f"{ecn_dir}/{kind}/enable/{prio}")
+                            for kind in sysfs.listdir(ecn_dir)
+                            for prio in sysfs.listdir(f"{ecn_dir}/{kind}/enable")}
+    if shutil.which("dcb") is None:
+        info["pfc"] = "not read: the dcb tool (iproute2) is not installed"
+        return info
+    result = runner.run(["dcb", "pfc", "show", "dev", iface], timeout=10, label=f"dcb-pfc-{iface}", always=True)
+    info["pfc"] = result.stdout.strip() if result.ok else f"not exposed ({(result.stderr.strip().splitlines() or ['dcb failed'])[-1]})"
+    return info
+
+
+@dataclass
+class NetcheckResult:
+    interfaces: list[Interface]
+    verdict: Verdict
+    qos: dict
+
+    def to_dict(self) -> dict:
+        return {"interfaces": [i.to_dict() for i in self.interfaces], "verdict": self.verdict.to_dict(),
+                "qos": self.qos}
+
+
+def check(runner: Runner, interfaces: list[str] | None = None, peers: list[str] | None = None,
+          roce: bool | None = None, roce_mtu: int = 4096, min_speed_mbps: int | None = None) -> NetcheckResult:
+    """Evaluate every data interface (and every peer path); ``roce=None`` checks RoCE where a device is bound."""
+    found = read_interfaces(interfaces)
+    if not found:
+        raise BadInput("no data interface found", hint="name them with --iface")
+    criteria: list[Criterion] = []
+    qos = {}
+    for nic in found:
+        criteria.append(Criterion(f"{nic.name} link", Outcome.PASS if nic.operstate == "UP" else Outcome.FAIL,
+                                  nic.operstate, "UP", "=="))
+        if min_speed_mbps:
+            criteria.append(Criterion.compare(f"{nic.name} speed", nic.speed_mbps, ">=", min_speed_mbps, unit="Mb/s",
+                                              detail="" if nic.speed_mbps else "speed not reported"))
+        else:
+            criteria.append(Criterion(f"{nic.name} speed", Outcome.PASS if nic.speed_mbps else Outcome.NOT_RUN,
+                                      nic.speed_mbps, unit="Mb/s",
+                                      detail="" if nic.speed_mbps else "the driver reports no speed"))
+        want_roce = bool(nic.rdma) if roce is None else roce
+        if want_roce:
+            need = netdev_mtu_for_roce(roce_mtu)
+            criteria.append(Criterion.compare(f"{nic.name} MTU for RoCE MTU {roce_mtu}", nic.mtu, ">=", need, unit="B"))
+            criteria.append(Criterion(f"{nic.name} RDMA device", Outcome.PASS if nic.rdma else Outcome.FAIL,
+                                      ",".join(f"{p.device}/{p.port}" for p in nic.rdma) or "none",
+                                      detail="" if nic.rdma else "no RDMA device bound (rdma link add rxe0 type rxe netdev IF for soft-RoCE)"))
+            for port in nic.rdma:
+                active = bool(port.state and "ACTIVE" in port.state)
+                criteria.append(Criterion(f"{port.device}/{port.port} port state", Outcome.PASS if active else Outcome.FAIL,
+                                          port.state, "ACTIVE", "=="))
+                v4 = {a.split("/")[0] for a in nic.addresses}
+                v2 = [g for g in port.gids if g.type.lower() == "roce v2"]
+                on_address = [g for g in v2 if g.ipv4 in v4]
+                chosen = on_address or v2
+                criteria.append(Criterion(
+                    f"{port.device}/{port.port} RoCE v2 GID", Outcome.PASS if on_address else Outcome.FAIL,
+                    f"index {chosen[0].index} ({chosen[0].gid})" if chosen else "none",
+                    detail="on " + (on_address[0].ipv4 or "") if on_address
+                    else ("no RoCE v2 GID on the interface's IPv4 address" if v2 else "no GID of type RoCE v2")))
+        qos[nic.name] = qos_info(runner, nic.name)
+    by_name = {nic.name: nic for nic in found}
+    for peer in peers or []:
+        iface = route_interface(peer)
+        nic = by_name.get(iface)
+        mtu = nic.mtu if nic else None
+        criteria.append(Criterion(f"route to {peer}", Outcome.PASS if nic else Outcome.FAIL, iface or "no route",
+                                  detail="" if nic else "the peer is not reached through a checked data interface"))
+        if mtu:
+            ok, detail = probe_path_mtu(runner, peer, mtu, iface)
+            criteria.append(Criterion(f"path MTU {mtu} to {peer} via {iface}", Outcome.PASS if ok else Outcome.FAIL,
+                                      "passes" if ok else "blocked", detail=detail))
+    return NetcheckResult(found, Verdict("netcheck", tuple(criteria)), qos)

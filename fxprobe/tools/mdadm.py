@@ -1,0 +1,127 @@
+"""Linux md RAID through mdadm: pure ``parse_*`` functions and thin ``run`` wrappers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from fxprobe.core.errors import BadInput, ParseError
+from fxprobe.core.hosts import LOCAL, Host
+
+if TYPE_CHECKING:  # the runner (tenacity...) is slow to import in a TCG guest; parse_mdstat needs none of it
+    from fxprobe.core.runner import CommandResult, Runner
+
+LEVELS = ("raid0", "raid1", "raid5", "raid6", "raid10")
+
+
+@dataclass(frozen=True)
+class MdMember:
+    device: str          # e.g. nvme3n1
+    index: int
+    faulty: bool = False
+    spare: bool = False
+
+
+@dataclass(frozen=True)
+class MdArray:
+    name: str            # md127
+    state: str           # active / inactive
+    level: str           # raid6
+    members: tuple[MdMember, ...]
+    raid_disks: int | None = None
+    working_disks: int | None = None
+    health: str = ""     # "UUUU_U" for redundant levels
+    action: str | None = None      # recovery / resync / check / reshape
+    progress: float | None = None  # percent of the running action
+
+    @property
+    def degraded(self) -> bool:
+        return "_" in self.health
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["degraded"] = self.degraded
+        data["members"] = [asdict(m) for m in self.members]
+        return data
+
+
+_HEAD = re.compile(r"^(md\w+)\s*:\s*(\S+)\s+(?:\((?:auto-)?read-only\)\s+)?(raid\d+|linear)?\s*(.*)$")
+_MEMBER = re.compile(r"^([\w.-]+)\[(\d+)\](\((?:F|S|W|R)\))*")
+_COUNTS = re.compile(r"\[(\d+)/(\d+)\]\s+\[([U_]+)\]")
+_ACTION = re.compile(r"\b(recovery|resync|check|reshape|repair)\s*=\s*([\d.]+)%")
+
+
+def parse_mdstat(text: str, source: str = "/proc/mdstat") -> list[MdArray]:
+    """Arrays in /proc/mdstat text."""
+    arrays: list[MdArray] = []
+    current: dict | None = None
+
+    def close():
+        if current:
+            arrays.append(MdArray(**current))
+
+    for line in text.splitlines():
+        head = _HEAD.match(line)
+        if head and not line.startswith(" "):
+            close()
+            name, state, level, rest = head.groups()
+            members = []
+            for word in rest.split():
+                member = _MEMBER.match(word)
+                if member is None:
+                    raise ParseError(source, name, f"cannot read member {word!r}")
+                flags = word[member.end(2) + 1:]
+                members.append(MdMember(member.group(1), int(member.group(2)), "(F)" in flags, "(S)" in flags))
+            current = {"name": name, "state": state, "level": level or "", "members": tuple(members)}
+            continue
+        if current is None:
+            continue
+        counts = _COUNTS.search(line)
+        if counts:
+            current.update(raid_disks=int(counts.group(1)), working_disks=int(counts.group(2)),
+                           health=counts.group(3))
+        action = _ACTION.search(line)
+        if action:
+            current.update(action=action.group(1), progress=float(action.group(2)))
+        elif re.search(r"\b(resync|recovery)\s*=\s*(DELAYED|PENDING)", line):
+            current.update(action=re.search(r"(resync|recovery)", line).group(1), progress=0.0)
+    close()
+    return arrays
+
+
+def read_mdstat(runner: Runner, host: Host = LOCAL) -> list[MdArray]:
+    result = runner.run(["cat", "/proc/mdstat"], timeout=20, host=host, check=True, always=True)
+    return parse_mdstat(result.stdout)
+
+
+def create(runner: Runner, device: str, level: str, members: list[str], host: Host = LOCAL,
+           assume_clean: bool = True) -> CommandResult:
+    """``mdadm --create``; no initial resync by default (the lab's drives start zeroed)."""
+    if level not in LEVELS:
+        raise BadInput(f"RAID level {level!r}: use one of {', '.join(LEVELS)}")
+    argv = ["mdadm", "--create", device, "--run", "--quiet", f"--level={level}",
+            f"--raid-devices={len(members)}", "--metadata=1.2", "--homehost=any"]
+    if level != "raid0":
+        argv += ["--bitmap=none"]
+    if assume_clean and level != "raid0":
+        argv += ["--assume-clean"]
+    return runner.run(argv + members, timeout=120, host=host, check=True, what=f"creating {device}")
+
+
+def stop(runner: Runner, device: str, host: Host = LOCAL) -> CommandResult:
+    return runner.run(["mdadm", "--stop", device], timeout=60, host=host)
+
+
+def fail_detached(runner: Runner, device: str, host: Host = LOCAL) -> CommandResult:
+    """Mark members whose device is gone as failed and remove them."""
+    return runner.run(["mdadm", device, "--fail", "detached", "--remove", "detached"], timeout=60, host=host)
+
+
+def add_back(runner: Runner, device: str, member: str, host: Host = LOCAL) -> CommandResult:
+    """``--re-add`` a returning member, else ``--add`` it (a full recovery)."""
+    result = runner.run(["mdadm", device, "--re-add", member], timeout=60, host=host)
+    if not result.ok:
+        result = runner.run(["mdadm", device, "--add", member], timeout=60, host=host,
+                            check=True, what=f"adding {member} back to {device}")
+    return result

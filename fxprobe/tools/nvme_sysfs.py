@@ -1,0 +1,124 @@
+"""What the kernel says about NVMe, straight from sysfs (the second source beside nvme-cli).
+
+/sys/class/nvme/nvmeX                controllers (model, serial, firmware_rev, transport, address, state, ...)
+/sys/class/nvme-subsystem/nvme-subsysN subsystems (subsysnqn, iopolicy), links to controllers and namespace heads
+/sys/block/nvmeXnY                   namespaces (size in 512-byte sectors, logical_block_size, nguid/eui/wwid)
+/sys/class/nvme/nvmeX/nvmeXcYnZ      multipath path nodes with ana_state
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, asdict, field
+
+from fxprobe.core import sysfs
+
+TIMEOUT_ATTRS = ("kato", "ctrl_loss_tmo", "reconnect_delay", "fast_io_fail_tmo")
+
+
+@dataclass(frozen=True)
+class SysController:
+    name: str
+    model: str | None
+    serial: str | None
+    firmware: str | None
+    transport: str | None
+    address: str | None
+    state: str | None
+    subsysnqn: str | None
+    cntlid: str | None
+    subsystem: str | None
+    timeouts: dict = field(default_factory=dict)
+    paths: tuple[dict, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SysNamespace:
+    name: str
+    nsid: str | None
+    size_bytes: int | None
+    logical_block_size: int | None
+    nguid: str | None
+    eui: str | None
+    wwid: str | None
+    holders: tuple[str, ...]
+    partitions: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SysSubsystem:
+    name: str
+    nqn: str | None
+    iopolicy: str | None
+    controllers: tuple[str, ...]
+    namespaces: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.strip().isdigit() else None
+
+
+def controllers() -> list[SysController]:
+    result = []
+    for name in sysfs.listdir("/sys/class/nvme"):
+        base = f"/sys/class/nvme/{name}"
+        subsystem = None
+        for sub in sysfs.listdir("/sys/class/nvme-subsystem"):
+            if name in sysfs.listdir(f"/sys/class/nvme-subsystem/{sub}"):
+                subsystem = sub
+        paths = tuple({"path": entry, "ana_state": sysfs.read(f"{base}/{entry}/ana_state"),
+                       "nsid": sysfs.read(f"{base}/{entry}/nsid")}
+                      for entry in sysfs.listdir(base) if re.fullmatch(r"nvme\d+c\d+n\d+", entry))
+        result.append(SysController(
+            name, sysfs.read(f"{base}/model"), sysfs.read(f"{base}/serial"), sysfs.read(f"{base}/firmware_rev"),
+            sysfs.read(f"{base}/transport"), sysfs.read(f"{base}/address"), sysfs.read(f"{base}/state"),
+            sysfs.read(f"{base}/subsysnqn"), sysfs.read(f"{base}/cntlid"), subsystem,
+            {k: sysfs.read(f"{base}/{k}") for k in TIMEOUT_ATTRS if sysfs.read(f"{base}/{k}") is not None},
+            paths))
+    return result
+
+
+def namespaces() -> list[SysNamespace]:
+    result = []
+    for name in sysfs.listdir("/sys/block"):
+        if not re.fullmatch(r"nvme\d+n\d+", name):
+            continue
+        base = f"/sys/block/{name}"
+        sectors = _int(sysfs.read(f"{base}/size"))
+        result.append(SysNamespace(
+            name, sysfs.read(f"{base}/nsid"), sectors * 512 if sectors is not None else None,
+            _int(sysfs.read(f"{base}/queue/logical_block_size")), sysfs.read(f"{base}/nguid"),
+            sysfs.read(f"{base}/eui"), sysfs.read(f"{base}/wwid"),
+            tuple(sysfs.listdir(f"{base}/holders")),
+            tuple(p for p in sysfs.listdir(base) if p.startswith(name + "p"))))
+    return result
+
+
+def subsystems() -> list[SysSubsystem]:
+    result = []
+    for name in sysfs.listdir("/sys/class/nvme-subsystem"):
+        base = f"/sys/class/nvme-subsystem/{name}"
+        entries = sysfs.listdir(base)
+        result.append(SysSubsystem(name, sysfs.read(f"{base}/subsysnqn"), sysfs.read(f"{base}/iopolicy"),
+                                   tuple(e for e in entries if re.fullmatch(r"nvme\d+", e)),
+                                   tuple(e for e in entries if re.fullmatch(r"nvme\d+n\d+", e))))
+    return result
+
+
+def write_attribute(rel: str, value: str) -> None:
+    """Write a controller/subsystem attribute (fast_io_fail_tmo, iopolicy); OSError names the path."""
+    target = sysfs.path(rel)
+    try:
+        target.write_text(value)
+    except OSError as exc:
+        from fxprobe.core.errors import ToolError
+        raise ToolError(f"{target}: cannot write {value!r}: {exc.strerror}") from None

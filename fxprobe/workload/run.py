@@ -1,0 +1,592 @@
+"""Run a profile with fio: lay data out (not timed), drop caches for cold profiles, discard
+the ramp, check steady state, repeat, and report honest statistics.
+
+One node or many: several nodes run through fio's own client/server mode (``fio --server``
+on each node, started through its ``fxprobe.core.hosts`` host; ``fio --client`` here). Percentiles
+always come from json+ bins merged across jobs, repeats and hosts.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import socket
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field, asdict, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.hosts import LOCAL, Host, LocalHost
+from fxprobe.workload.jobfile import Target, job_text, region_bytes
+from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, load_profile
+from fxprobe.core.runner import Background, Runner
+from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
+from fxprobe.tools import fio
+
+PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+REPEAT_DIFF_LIMIT_PCT = 5.0
+FIO_PORT = 8765
+
+
+@dataclass(frozen=True)
+class Node:
+    """One load-generating node: where ``fio --server`` runs and the address ``fio --client`` dials.
+
+    ``fio --server`` listens on ``listen_address:listen_port`` when they are given (a lab guest
+    listens on 0.0.0.0 inside, reached through a forwarded loopback port), else on the dial
+    endpoint ``address:port``. ``label`` names the node in reports (e.g. the lab guest).
+    """
+
+    host: Host
+    address: str
+    port: int = FIO_PORT
+    listen_address: str | None = None
+    listen_port: int | None = None
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.address
+
+    @property
+    def listen(self) -> str:
+        """The ``--server=ip:ADDR,PORT`` endpoint."""
+        return f"ip:{self.listen_address or self.address},{self.listen_port or self.port}"
+
+    def to_dict(self) -> dict:
+        data = {"host": self.host.to_dict(), "address": self.address, "port": self.port}
+        if self.listen_address or self.listen_port:
+            data["listen"] = self.listen
+        if self.label:
+            data["label"] = self.label
+        return data
+
+
+@dataclass(frozen=True)
+class SteadyCheck:
+    attained: bool
+    tolerance_pct: float
+    max_deviation_pct: float | None
+    slope_pct_per_s: float | None
+    window_s: float
+    samples: int
+    detail: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, spread and coefficient of variation over repeats."""
+
+    values: tuple[float, ...]
+    mean: float
+    stdev: float
+    minimum: float
+    maximum: float
+    spread_pct: float         # (max - min) / mean
+    cv_pct: float             # stdev / mean
+    max_pair_diff_pct: float  # the largest |a - b| / min(a, b) over pairs of repeats
+    flagged: bool             # two repeats differ by more than REPEAT_DIFF_LIMIT_PCT
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def spread(values: Sequence[float], limit_pct: float = REPEAT_DIFF_LIMIT_PCT) -> Spread:
+    values = tuple(float(v) for v in values)
+    if not values:
+        raise ValueError("no values")
+    mean = statistics.fmean(values)
+    stdev = statistics.stdev(values) if len(values) > 1 else 0.0
+    low, high = min(values), max(values)
+    pair = (high - low) / low * 100 if low > 0 else (0.0 if high == 0 else math.inf)
+    return Spread(values, mean, stdev, low, high, (high - low) / mean * 100 if mean else 0.0,
+                  stdev / mean * 100 if mean else 0.0, pair, pair > limit_pct)
+
+
+@dataclass(frozen=True)
+class RepeatResult:
+    index: int
+    bw_bytes: float
+    iops: float
+    io_bytes: int
+    per_node_bw: dict
+    steady: SteadyCheck
+    percentiles_ns: dict
+    series: tuple[tuple[int, float], ...]   # (epoch ms, bytes/s) summed over jobs and nodes
+    iops_series: tuple[tuple[int, float], ...]
+    job_file: str
+    cache: str
+    bins: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.pop("bins")
+        data["series"] = [list(p) for p in self.series]
+        data["iops_series"] = [list(p) for p in self.iops_series]
+        data["percentiles_ns"] = {f"p{k:g}": v for k, v in self.percentiles_ns.items()}
+        return data
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    profile: str
+    target: str
+    direction: str
+    derivation: Derivation
+    target_check: TargetCheck
+    nodes: tuple[str, ...]
+    layout: str
+    repeats: tuple[RepeatResult, ...]
+    bandwidth: Spread
+    iops: Spread
+    percentiles_ns: dict            # from bins merged over jobs, repeats and nodes
+    latency_samples: int
+    steady_attained: int            # repeats whose steady state was attained
+    per_node_bw: dict               # node -> mean bytes/s over repeats
+    slowest_node: str | None
+    ceiling_bps: float | None
+    fraction_of_ceiling: float | None
+    job_file: str
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"profile": self.profile, "target": self.target, "direction": self.direction,
+                "derivation": self.derivation.to_dict(), "target_check": self.target_check.to_dict(),
+                "nodes": list(self.nodes), "layout": self.layout,
+                "repeats": [r.to_dict() for r in self.repeats],
+                "bandwidth_bytes": self.bandwidth.to_dict(), "iops": self.iops.to_dict(),
+                "percentiles_ns": {f"p{k:g}": v for k, v in self.percentiles_ns.items()},
+                "latency_samples": self.latency_samples, "steady_attained": self.steady_attained,
+                "per_node_bw_bytes": self.per_node_bw, "slowest_node": self.slowest_node,
+                "ceiling_bps": self.ceiling_bps, "fraction_of_ceiling": self.fraction_of_ceiling,
+                "job_file": self.job_file, "notes": list(self.notes)}
+
+    def lines(self) -> list[str]:
+        bw = self.bandwidth
+        out = [f"profile {self.profile} on {self.target} ({', '.join(self.nodes)}): {self.direction}",
+               f"  layout: {self.layout}"]
+        for r in self.repeats:
+            out.append(f"  repeat {r.index}: {r.bw_bytes / 1e6:,.1f} MB/s, {r.iops:,.1f} IOPS, "
+                       f"p99 {_ms(r.percentiles_ns.get(99.0))}, steady state "
+                       f"{'attained' if r.steady.attained else 'NOT attained'} ({r.steady.detail}); cache: {r.cache}")
+        out.append(f"  bandwidth: mean {bw.mean / 1e6:,.1f} MB/s, spread {bw.spread_pct:.2f} %, "
+                   f"CV {bw.cv_pct:.2f} % over {len(bw.values)} repeats"
+                   + (f"; FLAG: two repeats differ by {bw.max_pair_diff_pct:.1f} % (> {REPEAT_DIFF_LIMIT_PCT:g} %)"
+                      if bw.flagged else f"; repeats within {bw.max_pair_diff_pct:.2f} %"))
+        out.append("  latency (merged json+ bins, " + f"{self.latency_samples:,} samples): "
+                   + ", ".join(f"p{k:g} {_ms(v)}" for k, v in self.percentiles_ns.items()))
+        out.append(f"  steady state attained in {self.steady_attained} of {len(self.repeats)} repeats")
+        if len(self.per_node_bw) > 1:
+            for node, value in self.per_node_bw.items():
+                out.append(f"  node {node}: {value / 1e6:,.1f} MB/s")
+            out.append(f"  slowest node: {self.slowest_node}")
+        if self.fraction_of_ceiling is not None:
+            out.append(f"  aggregate {bw.mean * 8 / 1e9:.2f} Gb/s = {self.fraction_of_ceiling * 100:.1f} % "
+                       f"of the {self.ceiling_bps / 1e9:g} Gb/s ceiling")
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+
+def _ms(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.3f} ms"
+
+
+# --------------------------------------------------------------------------- steady state
+def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int, factor: float = 1024) -> tuple[tuple[int, float], ...]:
+    """Sum per-job logs into one series of (epoch ms, value x factor) per log window:
+    bw logs (KiB/s, factor 1024 -> bytes/s) or iops logs (factor 1)."""
+    frames = [f[["time_ms", "value"]] for f in logs if len(f)]
+    if not frames:
+        return ()
+    data = pd.concat(frames)
+    start = int(data["time_ms"].min())
+    bucket = ((data["time_ms"] - start + log_msec // 2) // log_msec).astype("int64")
+    summed = data.groupby(bucket)["value"].sum().sort_index()
+    stamps = (summed.index.to_numpy(dtype="int64") * log_msec + start).tolist()
+    return tuple(zip(stamps, (summed.to_numpy(dtype="float64") * factor).tolist()))
+
+
+def steady_state(series: Sequence[tuple[int, float]], tolerance_pct: float, log_msec: int,
+                 ios_per_s: float | None = None, min_ios_per_window: int = 20) -> SteadyCheck:
+    """Own test on the bw series (fio's ss= would stop the job): the first and last (possibly
+    partial) log windows are dropped; windows are merged until each holds about
+    ``min_ios_per_window`` I/Os (big chunks complete a few at a time, which is not instability);
+    over the last half of the merged windows, every window lies within ``tolerance_pct`` of their mean."""
+    values = [v for _, v in series][1:-1]
+    group = 1
+    if ios_per_s and ios_per_s > 0:
+        group = max(1, math.ceil(min_ios_per_window / (ios_per_s * log_msec / 1000)))
+        group = min(group, max(1, len(values) // 6))
+    merged = [statistics.fmean(values[i:i + group]) for i in range(0, len(values) - group + 1, group)]
+    window_ms = log_msec * group
+    window = merged[len(merged) // 2:] if len(merged) >= 6 else merged
+    span = len(window) * window_ms / 1000
+    if len(window) < 3:
+        return SteadyCheck(False, tolerance_pct, None, None, span, len(window),
+                           f"too few log windows ({len(window)} of {window_ms} ms) to judge; run longer")
+    mean = statistics.fmean(window)
+    if mean <= 0:
+        return SteadyCheck(False, tolerance_pct, None, None, span, len(window), "no bandwidth in the final window")
+    deviation = max(abs(v - mean) for v in window) / mean * 100
+    xs = [i * window_ms / 1000 for i in range(len(window))]
+    slope = statistics.linear_regression(xs, window).slope / mean * 100
+    ok = deviation <= tolerance_pct
+    return SteadyCheck(ok, tolerance_pct, deviation, slope, span, len(window),
+                       f"max deviation {deviation:.1f} % (limit {tolerance_pct:g} %), slope {slope:+.2f} %/s "
+                       f"over the last {len(window)} windows of {window_ms} ms")
+
+
+def ceiling_from_netcheck(results: dict, iface: str | None = None, source: str = "netcheck") -> tuple[float, str]:
+    """The line rate (bit/s) of a port in a ``fxprobe netcheck`` results.json: the named
+    interface, or the only one that reports a speed."""
+    rates = {i.get("name"): i.get("speed_mbps") for i in results.get("interfaces", []) if isinstance(i, dict)}
+    known = {name: mbps for name, mbps in rates.items() if isinstance(mbps, int) and mbps > 0}
+    if iface is not None:
+        if iface not in rates:
+            raise BadInput(f"{source}: no interface {iface!r}; checked: {', '.join(map(str, rates)) or 'none'}")
+        if iface not in known:
+            raise BadInput(f"{source}: interface {iface} reported no speed; give --ceiling in Gb/s")
+        name = iface
+    elif len(known) == 1:
+        name = next(iter(known))
+    else:
+        raise BadInput(f"{source}: {len(known)} interfaces report a speed "
+                       f"({', '.join(f'{n} {m} Mb/s' for n, m in known.items()) or 'none'}); "
+                       "name one with --ceiling-iface or give --ceiling")
+    return known[name] * 1e6, f"{name} line rate {known[name]:,} Mb/s from {source}"
+
+
+# --------------------------------------------------------------------------- the run
+def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: tuple[str, ...],
+                   view: SystemView | None, runner: Runner | None = None,
+                   strict: bool = True, layout: bool = True) -> tuple[Target, TargetCheck]:
+    """Check the target on every node before anything touches it (a remote node answers the
+    same sysfs/mountinfo questions over its host); BadInput/UnsafeTarget when it cannot be used.
+    A read profile on a block device with layout=False writes nothing, so the device needs no
+    allow-listing (a namespace other users share). Returns the first node's check."""
+    is_block = target.startswith("/dev/")
+    if not layout and not is_block:
+        raise BadInput(f"--no-layout applies to a block device; {target} is a directory whose files "
+                       "must be laid out first")
+    if d.block_target and not is_block:
+        raise BadInput(f"profile {d.profile} uses the raw-block backend: --target must be a block device "
+                       f"under /dev, not {target}")
+    checks = []
+    for node in nodes:
+        local = isinstance(node.host, LocalHost)
+        node_view = (view or SystemView()) if local else RemoteSystemView(runner or Runner(None), node.host)
+        check = check_target(target, destructive=d.writes or (is_block and layout), allow=allow, view=node_view)
+        if not check.safe and not local:
+            check = replace(check, path=f"{node.name}:{target}")
+        if strict or check.safe:
+            check.require_safe()
+        else:
+            return Target(target, is_block), check   # dry run: show the refusal
+        checks.append(check)
+        if is_block:
+            need = region_bytes(d)
+            if check.size_bytes is not None and need > check.size_bytes:
+                raise BadInput(f"target {target}{'' if local else ' on ' + node.name}: the working set "
+                               f"({human_bytes(need)}) does not fit on the device ({human_bytes(check.size_bytes)})",
+                               hint="use --scale or --size")
+    if not is_block and all(isinstance(n.host, LocalHost) for n in nodes):
+        free = shutil.disk_usage(target).free
+        if d.total_bytes * len(nodes) > free:
+            raise BadInput(f"target {target}: the working set ({human_bytes(d.total_bytes * len(nodes))}) "
+                           f"does not fit in {human_bytes(free)} free", hint="use --scale or --size")
+    return Target(target, is_block), checks[0]
+
+
+def _wait_server(address: str, port: int, timeout: float) -> bool:
+    """True once something listens at address:port and keeps the connection open. A forwarded
+    port (QEMU hostfwd) accepts at once and closes when nothing listens in the guest, so a bare
+    connect is not enough: fio's server sends nothing until the client speaks, a dead end closes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, port), timeout=1) as sock:
+                sock.settimeout(0.5)
+                if sock.recv(1):
+                    return True
+        except socket.timeout:
+            return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def _pidfile(node: Node) -> str:
+    return f"/tmp/fxprobe-fio-server-{node.listen_port or node.port}.pid"
+
+
+class FioServers:
+    """``fio --server`` on every node for the duration of a run (a ``timeout`` guards against leaks).
+
+    A remote server is started through ``sh`` that records its pid in the node's /tmp, and is
+    stopped by that pid: killing the local ``ssh`` alone would leave it running until the timeout."""
+
+    def __init__(self, runner: Runner, nodes: Sequence[Node], lifetime_s: float):
+        self.runner, self.nodes, self.lifetime_s = runner, list(nodes), lifetime_s
+        self.servers: list[tuple[Node, Background]] = []
+        dial = [(n.address, n.port) for n in self.nodes]
+        if len(set(a for a, _ in dial)) != len(dial):
+            raise BadInput("fio client/server: every node needs its own address (fio names the logs it "
+                           f"brings back after the address): {', '.join(f'{a}:{p}' for a, p in dial)}")
+
+    def __enter__(self) -> "FioServers":
+        try:
+            for node in self.nodes:
+                server = ["timeout", str(int(self.lifetime_s)), "fio", f"--server={node.listen}"]
+                if not isinstance(node.host, LocalHost):
+                    server = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', _pidfile(node)] + server
+                self.servers.append((node, self.runner.start(server, host=node.host,
+                                                             label=f"fio-server-{node.name}")))
+            if not self.runner.dry_run:
+                for node, server in self.servers:
+                    if not _wait_server(node.address, node.port, 20):
+                        out, err = server.output()
+                        raise ToolError(f"fio --server on {node.name} ({node.listen}) did not answer at "
+                                        f"{node.address}:{node.port}: {(err or out).strip()[-200:] or 'no output'}")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for node, server in self.servers:
+            if not isinstance(node.host, LocalHost):
+                self.runner.run(["sh", "-c", 'test -f "$0" || exit 0; kill "$(cat "$0")" 2>/dev/null; rm -f "$0"',
+                                 _pidfile(node)], timeout=30, host=node.host, label=f"fio-server-stop-{node.name}")
+            server.stop(timeout=5)
+
+    def client_args(self, job_path: str) -> list[str]:
+        args: list[str] = []
+        for node in self.nodes:
+            args += [f"--client=ip:{node.address},{node.port}", job_path]
+        return args
+
+
+def _fio(runner: Runner, job: Path, servers: FioServers | None, timeout: float, label: str) -> fio.FioResult:
+    args = servers.client_args(str(job)) if servers else [str(job)]
+    result = fio.run_fio(runner, args, timeout=timeout, label=label)
+    if not result.jobs:
+        raise ToolError(f"{label}: fio reported no jobs (see {job})")
+    failed = result.failed_jobs()
+    if failed:
+        job0 = failed[0]
+        where = f" on {job0.hostname}" if job0.hostname else ""
+        raise ToolError(f"{label}: fio job {job0.jobname}{where} failed with error {job0.error} "
+                        f"({_errno_name(job0.error)})", hint=f"job file {job}")
+    return result
+
+
+def _errno_name(code: int) -> str:
+    import errno
+    import os
+    return f"{errno.errorcode.get(code, '?')}: {os.strerror(code)}"
+
+
+def drop_caches(runner: Runner, node: Node) -> str:
+    """Drop the page cache on a node; returns what happened (never raises for a refusal)."""
+    result = runner.run(["sync"], timeout=120, host=node.host, label="sync")
+    result = runner.run(["sysctl", "-q", "-w", "vm.drop_caches=3"], timeout=120, host=node.host,
+                        label="drop-caches")
+    if result.dry_run:
+        return "would drop the page cache"
+    if result.ok:
+        return "page cache dropped"
+    return f"page cache NOT dropped on {node.name} ({(result.stderr or result.stdout).strip()[:120] or 'exit ' + str(result.returncode)})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything decided before fio runs: shown by --dry-run, used by run_profile."""
+
+    derivation: Derivation
+    target: Target
+    check: TargetCheck
+    nodes: tuple[Node, ...]
+    layout_job: str | None   # None: read what is on the device, write nothing
+    measure_job: str
+
+    def lines(self) -> list[str]:
+        return (list(self.derivation.lines) + self.check.lines()
+                + [f"nodes: {', '.join(n.name for n in self.nodes)}", ""]
+                + (["layout job (not timed):"] + self.layout_job.splitlines()[-20:] if self.layout_job
+                   else ["layout: none (reads the data already on the device; nothing is written)"])
+                + ["", "measured job:"] + self.measure_job.splitlines())
+
+    def to_dict(self) -> dict:
+        return {"derivation": self.derivation.to_dict(), "target": self.target.to_dict(),
+                "target_check": self.check.to_dict(), "nodes": [n.to_dict() for n in self.nodes],
+                "layout_job": self.layout_job, "measure_job": self.measure_job}
+
+
+def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | None = None,
+             repeats: int | None = None, scale: float = 1.0, max_bytes: int | None = None,
+             runtime: float | None = None, ramp: float | None = None, overrides: dict | None = None,
+             allow: tuple[str, ...] = (), view: SystemView | None = None,
+             runner: Runner | None = None, strict: bool = True, layout: bool = True) -> Plan:
+    """Derive the job and check the target; nothing is written anywhere. With strict=False a
+    refused target is returned in the plan (for --dry-run) instead of raising."""
+    if isinstance(profile, str):
+        profile = load_profile(profile)
+    d = derive(profile, scale=scale, max_bytes=max_bytes, runtime=runtime, ramp=ramp,
+               repeats=repeats, overrides=overrides)
+    node_list = tuple(nodes) if nodes else (Node(LOCAL, "local"),)
+    the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner,
+                                       strict=strict, layout=layout)
+    return Plan(d, the_target, check, node_list,
+                job_text(d, the_target, mode="layout") if layout and not d.writes else None,
+                job_text(d, the_target))
+
+
+def run_profile(profile: Profile | str, target: str, *, runner: Runner,
+                nodes: Sequence[Node] | None = None, repeats: int | None = None,
+                scale: float = 1.0, max_bytes: int | None = None, runtime: float | None = None,
+                ramp: float | None = None, overrides: dict | None = None,
+                allow: tuple[str, ...] = (), ceiling_bps: float | None = None,
+                view: SystemView | None = None, log_msec: int | None = None, layout: bool = True,
+                progress: Callable[[str], None] = lambda text: None) -> WorkloadResult:
+    """Run a profile on a target (a directory or a block device) from one or many nodes.
+
+    nodes=None runs fio here directly; a list of Node runs ``fio --client`` against
+    ``fio --server`` on each node (one LocalHost node also goes through client/server).
+    The target is checked first (safety.check_target); a refused target raises before
+    anything is written.
+    """
+    plan = plan_run(profile, target, nodes=nodes, repeats=repeats, scale=scale, max_bytes=max_bytes,
+                    runtime=runtime, ramp=ramp, overrides=overrides, allow=allow, view=view, runner=runner,
+                    layout=layout)
+    if runner.dry_run:
+        raise BadInput("run_profile needs a real runner; use plan_run for a dry run")
+    d, the_target, check, node_list = plan.derivation, plan.target, plan.check, list(plan.nodes)
+    reason = fio.probe_fio(runner)
+    if reason:
+        raise NotRunnable(reason)
+    log_msec = log_msec or (1000 if d.runtime >= 20 else 250)
+    workdir = runner.rundir.raw if runner.rundir else Path(tempfile.mkdtemp(prefix="fxprobe-run-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    layout_job = workdir / f"{d.profile}.layout.fio"
+    if plan.layout_job:
+        layout_job.write_text(plan.layout_job)
+    measure_job = workdir / f"{d.profile}.fio"
+    measure_job.write_text(plan.measure_job)
+    notes: list[str] = []
+    per_run = d.ramp + d.runtime
+    timeout = per_run * 3 + 120
+    layout_timeout = 120 + d.total_bytes / 20e6
+    servers = None
+    if nodes:
+        lifetime = layout_timeout + d.repeats * (timeout + 300)
+        servers = FioServers(runner, node_list, lifetime)
+    results: list[RepeatResult] = []
+    with servers if servers else _null():
+        if d.writes:
+            layout = ("none (write profile on a device: the region is overwritten)" if the_target.block else
+                      "none (write profile: fio creates fresh files before timing starts and unlinks them after)")
+        elif not plan.layout_job:
+            layout = "none (reads the data already on the device; nothing is written)"
+        else:
+            progress(f"laying out {human_bytes(d.total_bytes)} on {target} (not timed)")
+            started = time.monotonic()
+            _fio(runner, layout_job, servers, layout_timeout, "fio-layout")
+            layout = f"{human_bytes(region_bytes(d) if the_target.block else d.total_bytes)} written " \
+                     f"in {time.monotonic() - started:.1f} s (not timed)"
+        for index in range(1, d.repeats + 1):
+            if d.cold:
+                drops = [(n.name, drop_caches(runner, n)) for n in node_list]
+                cache = drops[0][1] if len(drops) == 1 else "; ".join(f"{name}: {text}" for name, text in drops)
+                if the_target.block:
+                    cache += " (raw device read with O_DIRECT: the cache is not involved)"
+            elif d.writes:
+                cache = "write profile: cache not dropped"
+            else:
+                cache = "warm: cache kept"
+            if "NOT" in cache and cache not in notes:
+                notes.append(cache)
+            prefix = f"{d.profile}.r{index}"
+            job = workdir / f"{prefix}.fio"
+            job.write_text(job_text(d, the_target, log_prefix=str(workdir / prefix), log_msec=log_msec))
+            progress(f"repeat {index}/{d.repeats}: {d.ramp:g} s ramp + {d.runtime:g} s")
+            result = _fio(runner, job, servers, timeout, f"fio-{prefix}")
+            results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job, node_list))
+    return _summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes)
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _direction(d: Derivation) -> str:
+    return "write" if d.writes else "read"
+
+
+def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, prefix: str,
+            log_msec: int, cache: str, job: Path, nodes: Sequence[Node] = ()) -> RepeatResult:
+    direction = _direction(d)
+    bins = result.merged_bins(direction)
+    labels = {(n.address, n.port): n.label for n in nodes if n.label}
+    per_node: dict[str, float] = {}
+    for j in result.jobs:
+        stats = j.direction(direction)
+        if stats is not None:
+            key = (labels.get((j.hostname, j.port)) or f"{j.hostname}:{j.port}") if j.hostname else "local"
+            per_node[key] = per_node.get(key, 0.0) + stats.bw_bytes
+    logs = _job_logs(workdir, f"{prefix}_bw")
+    series = bandwidth_series(logs, log_msec)
+    iops_logs = _job_logs(workdir, f"{prefix}_iops")
+    iops_series = bandwidth_series(iops_logs, log_msec, factor=1)
+    runtime_s = max((j.direction(direction).runtime_ms for j in result.jobs if j.direction(direction)), default=0) / 1000
+    ios = result.total(direction, "total_ios")
+    steady = steady_state(series, d.steady_tolerance_pct, log_msec, ios / runtime_s if runtime_s else None)
+    return RepeatResult(
+        index=index, bw_bytes=result.total(direction, "bw_bytes"), iops=result.total(direction, "iops"),
+        io_bytes=int(result.total(direction, "io_bytes")), per_node_bw=per_node, steady=steady,
+        percentiles_ns={p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}, series=series,
+        iops_series=iops_series,
+        job_file=str(job), cache=cache, bins=bins)
+
+
+def _job_logs(workdir: Path, stem: str) -> list[pd.DataFrame]:
+    """Every job's log (``stem.N.log``, ``stem.N.log.ADDRESS`` from a client/server run). An empty
+    file is a job that completed no I/O inside a log window (a big chunk on a slow link): it adds
+    no samples, and the steady-state test then says there were too few windows to judge."""
+    return [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{stem}.*.log*")) if p.stat().st_size > 0]
+
+
+def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[Node], layout: str,
+               results: list[RepeatResult], ceiling_bps: float | None, job: Path,
+               notes: list[str]) -> WorkloadResult:
+    bins = fio.merge_bins(*(r.bins for r in results))
+    percentiles = {p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}
+    node_names = sorted({k for r in results for k in r.per_node_bw})
+    per_node = {n: statistics.fmean(r.per_node_bw.get(n, 0.0) for r in results) for n in node_names}
+    slowest = min(per_node, key=per_node.get) if len(per_node) > 1 else None
+    bw = spread([r.bw_bytes for r in results])
+    fraction = bw.mean * 8 / ceiling_bps if ceiling_bps else None
+    if bw.flagged:
+        notes.append(f"repeats differ by {bw.max_pair_diff_pct:.1f} % (> {REPEAT_DIFF_LIMIT_PCT:g} %): "
+                     "the result is not reproducible at the promised 5 %")
+    if d.scaled:
+        notes.append("working set scaled down: not a full-size run")
+    return WorkloadResult(
+        profile=d.profile, target=target, direction=_direction(d), derivation=d, target_check=check,
+        nodes=tuple(n.name for n in nodes), layout=layout, repeats=tuple(results), bandwidth=bw,
+        iops=spread([r.iops for r in results]), percentiles_ns=percentiles,
+        latency_samples=sum(bins.values()), steady_attained=sum(r.steady.attained for r in results),
+        per_node_bw=per_node, slowest_node=slowest, ceiling_bps=ceiling_bps, fraction_of_ceiling=fraction,
+        job_file=str(job), notes=tuple(notes))
