@@ -78,7 +78,7 @@ def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str, timeout: float =
 
 def reload_state(lab) -> None:
     """The runs change the lab from other processes: read its state file again."""
-    lab.state = json.loads((lab.folder / "state.json").read_text())
+    lab.reload()
 
 
 def check_common(result: dict) -> None:
@@ -113,7 +113,7 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     assert any("_" in text for m in md for text in m.values()), md        # md ran degraded meanwhile
     from fxprobe.faults.labprep import array_view
     serials = [c["serial"] for c in array_view(lab)["nvme_controllers"]]
-    assert lab.drive(0)["present"] and lab.drive(0)["serial"] in serials
+    assert lab.drive(0).present and lab.drive(0).serial in serials
 
 
 def test_drive_pull_raid0_is_visible_with_errors_counted(lab, tmp_path):
@@ -122,13 +122,13 @@ def test_drive_pull_raid0_is_visible_with_errors_counted(lab, tmp_path):
                           capture_output=True, text=True, timeout=600, env=env(tmp_path))
     reload_state(lab)
     assert done.returncode == 2 and "exceeds the RAID's redundancy" in done.stderr   # refused without the flag
-    assert "twin" not in [e["name"] for e in lab.state["exports"]]                    # and its twin removed again
+    assert "twin" not in [e.name for e in lab.state.exports]                    # and its twin removed again
     code, result = run_fault(lab, tmp_path, scenario, "--allow-visible")
     assert result["verdict"] == "visible" and code == 1
     assert result["impact"]["errors"] > 0
     assert "I/O errors" in result["failed_criteria"]
-    assert "twin" not in [e["name"] for e in lab.state["exports"]]
-    assert all(d["present"] for d in lab.state["drives"])
+    assert "twin" not in [e.name for e in lab.state.exports]
+    assert all(d.present for d in lab.state.drives)
 
 
 def test_link_down_two_paths_default_then_advised_timeouts(lab, tmp_path):
@@ -152,7 +152,7 @@ def test_link_down_two_paths_default_then_advised_timeouts(lab, tmp_path):
     assert stall_tuned < stall_default
     # the paths are back as connected at the start (default timeouts) for the next test
     from fxprobe.faults.labprep import controllers_of
-    paths = controllers_of(lab, "host1", lab.state["exports"][0]["nqn"])
+    paths = controllers_of(lab, "host1", lab.main_export.nqn)
     assert len([p for p in paths if p["state"] == "live"]) == 2
 
 
@@ -164,7 +164,7 @@ def test_link_down_single_path_is_visible(lab, tmp_path):
     assert "longest stall (no completed I/O)" in result["failed_criteria"]
     assert any("single path" in line for line in result["advice"]["lines"])
     from fxprobe.faults.labprep import controllers_of
-    assert len(controllers_of(lab, "host1", lab.state["exports"][0]["nqn"])) == 2   # second path back
+    assert len(controllers_of(lab, "host1", lab.main_export.nqn)) == 2   # second path back
 
 
 def test_link_flap_for_a_minute_gives_verdict_and_timeline(lab, tmp_path):
@@ -180,7 +180,7 @@ def test_link_flap_for_a_minute_gives_verdict_and_timeline(lab, tmp_path):
     print(f"\nlink-flap: verdict {result['verdict']}, stall {result['impact']['longest_stall_s']} s, "
           f"throughput {result['impact']['throughput_pct']:.1f} %, {len(downs)} cuts, "
           f"{len(cuts)} link-down netlink events")
-    assert all(link["up"] for link in lab.state["links"])
+    assert all(link.up for link in lab.state.links)
 
 
 def test_kill_9_mid_drive_pull_then_fault_restore(lab, tmp_path):
@@ -203,16 +203,16 @@ def test_kill_9_mid_drive_pull_then_fault_restore(lab, tmp_path):
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
     reload_state(lab)
-    assert not lab.drive(0)["present"]
+    assert not lab.drive(0).present
     done = subprocess.run(fxprobe_argv(tmp_path, "fault", "restore"), capture_output=True, text=True, timeout=300,
                           env=env(tmp_path))
     reload_state(lab)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["restored"], done.stdout
-    assert lab.drive(0)["present"]
+    assert lab.drive(0).present
     from fxprobe.faults.labprep import array_view
     view = array_view(lab)
-    serial = lab.drive(0)["serial"]
+    serial = lab.drive(0).serial
     device = next(c["namespaces"][0] for c in view["nvme_controllers"] if c["serial"] == serial)
     main = next(m for m in view["md"] if m["level"] == "raid6")
     assert device in [m["device"] for m in main["members"]]
@@ -239,5 +239,5 @@ def test_ctrl_c_mid_drive_pull_restores_before_exit(lab, tmp_path):
     reload_state(lab)
     assert process.returncode == 130, err[-2000:]
     assert "fxprobe: interrupted" in err and "Traceback" not in err
-    assert lab.drive(0)["present"]
+    assert lab.drive(0).present
     assert not (tmp_path / "fault-journal.json").exists()

@@ -37,7 +37,7 @@ def qemu_processes(folder) -> list[int]:
 
 
 def lab_sockets(lab: Lab) -> set[int]:
-    ports = {g["ssh_port"] for g in lab.state["guests"].values()} | {l["socket_port"] for l in lab.state["links"]}
+    ports = {g.ssh_port for g in lab.state.guests.values()} | {l.socket_port for l in lab.state.links}
     return ports & listening_ports()
 
 
@@ -71,7 +71,7 @@ def test_tiny_rdma_lab_connects_and_down_leaves_nothing(tmp_path):
         # the kernel came from the cache: no download in this run's command record
         assert not any("download" in " ".join(c["argv"]) for c in run.commands())
         live = lab.live_paths("host1", spec.subsystem_nqn)
-        assert [p["transport"] for p in live] == ["rdma"]
+        assert [p.transport for p in live] == ["rdma"]
         assert (folder.stat().st_mode & 0o777) == 0o700
         assert (folder / "id_ed25519").stat().st_mode & 0o777 == 0o600
         assert len(qemu_processes(folder)) == 2 and lab_sockets(lab)
@@ -86,13 +86,13 @@ def test_tiny_rdma_lab_connects_and_down_leaves_nothing(tmp_path):
 # -- the session lab ---------------------------------------------------------------------------------
 
 def test_must_show_1_subsystem_on_host_and_24_drives_in_array(lab, tmp_path, capsys):
-    nqn = lab.state["exports"][0]["nqn"]
+    nqn = lab.main_export.nqn
     host = json.loads(lab.exec("host", ["nvme", "list", "-v", "-o", "json"], check=True).stdout)
     nqns = [s["SubsystemNQN"] for d in host["Devices"] for s in d["Subsystems"]]
     assert nqn in nqns
     array = json.loads(lab.exec("array", ["nvme", "list", "-o", "json"], check=True).stdout)
     serials = sorted(d["SerialNumber"].strip() for d in array["Devices"])
-    assert serials == sorted(d["serial"] for d in lab.state["drives"]) and len(serials) == 24
+    assert serials == sorted(d.serial for d in lab.state.drives) and len(serials) == 24
     capsys.readouterr()
     assert main(["--runs", str(tmp_path), "--json", "lab", "status", "--name", lab.name]) == 0
     status = json.loads(capsys.readouterr().out)["lab"]
@@ -108,20 +108,20 @@ def test_guests_are_ssh_hosts_and_resolve_each_other(lab):
     assert lab.exec("host2", ["getent", "hosts", "array"], check=True).stdout.split()[0] == "10.1.2.1"
     lab.exec("host1", ["ping", "-c", "1", "-W", "10", "host2"], timeout=60, check=True)
     # management endpoints listen on loopback only
-    for guest in lab.state["guests"].values():
-        assert guest["ssh_port"] in listening_ports()
+    for guest in lab.state.guests.values():
+        assert guest.ssh_port in listening_ports()
     tcp = open("/proc/net/tcp").read()
-    for guest in lab.state["guests"].values():
-        assert f"0100007F:{guest['ssh_port']:04X}" in tcp
+    for guest in lab.state.guests.values():
+        assert f"0100007F:{guest.ssh_port:04X}" in tcp
 
 
 def test_must_show_2_link_down_leaves_one_live_path(lab):
-    nqn = lab.state["exports"][0]["nqn"]
+    nqn = lab.main_export.nqn
     assert len(lab.wait_paths("host1", nqn, 2)) == 2
     lab.link_down(2, host="host1")
     try:
         live = lab.wait_paths("host1", nqn, 1, timeout=90)
-        assert live[0]["address"].startswith("traddr=10.1.1.1")
+        assert live[0].address.startswith("traddr=10.1.1.1")
         status = {(l["host"], l["n"]): l for l in lab.status()["links"]}
         assert status[("host1", 2)]["up"] is False and status[("host1", 2)]["host_operstate"] == "down"
     finally:
@@ -136,7 +136,7 @@ def test_must_show_3_drive_pull_degrades_md_and_namespace_stays_readable(lab):
         state = wait_for(lambda: (lambda m: m if m["degraded"] else None)(md(lab)), 60, "md to degrade")
         assert state["working_disks"] == SESSION_RAID_DRIVES - 1
         namespace = lab.guest_info("host1")["nvme_subsystems"]
-        device = next(s["namespaces"][0] for s in namespace if s["nqn"] == lab.state["exports"][0]["nqn"])
+        device = next(s["namespaces"][0] for s in namespace if s["nqn"] == lab.main_export.nqn)
         read = lab.exec("host1", ["dd", f"if=/dev/{device}", "of=/dev/null", "bs=1M", "count=16", "iflag=direct"],
                         timeout=120, check=True)
         assert "16777216 bytes" in read.stderr
@@ -155,18 +155,18 @@ def test_must_show_4_rdma_gids_connect_and_ib_read_bw(lab):
     for guest, ports in info.items():
         assert any(g["type"] == "RoCE v2" for p in ports for g in p["gids"]), f"{guest}: no RoCE v2 GID"
     link = lab.link(1, "host2")
-    nqn = lab.state["exports"][0]["nqn"]
-    before = {p["controller"] for p in lab.live_paths("host2", nqn)}
-    lab.exec("host2", ["nvme", "connect", "-t", "rdma", "-a", link["array_ip"], "-s", "4420", "-n", nqn],
+    nqn = lab.main_export.nqn
+    before = {p.controller for p in lab.live_paths("host2", nqn)}
+    lab.exec("host2", ["nvme", "connect", "-t", "rdma", "-a", link.array_ip, "-s", "4420", "-n", nqn],
              timeout=60, check=True)
     try:
-        live = wait_for(lambda: [p for p in lab.live_paths("host2", nqn) if p["transport"] == "rdma"], 60,
+        live = wait_for(lambda: [p for p in lab.live_paths("host2", nqn) if p.transport == "rdma"], 60,
                         "an rdma path")
-        assert live[0]["controller"] not in before
+        assert live[0].controller not in before
     finally:
         for path in lab.live_paths("host2", nqn):
-            if path["transport"] == "rdma":
-                lab.exec("host2", ["nvme", "disconnect", "-d", path["controller"]], timeout=60)
+            if path.transport == "rdma":
+                lab.exec("host2", ["nvme", "disconnect", "-d", path.controller], timeout=60)
     # ib_read_bw between host1 and the array over rxe
     host_dev, array_dev = "rxe_l1", "rxe_l1h1"
     gid = lambda guest, dev: next(g["index"] for p in lab.guest_info(guest)["rdma"] if p["device"] == dev
@@ -186,14 +186,14 @@ def test_must_show_4_rdma_gids_connect_and_ib_read_bw(lab):
 def test_add_export_twin_raid0_from_free_drives(lab):
     export = lab.add_export("raid0", [20, 21], name="twin")
     try:
-        assert export["nqn"].endswith(":twin")
-        assert len(lab.wait_paths("host1", export["nqn"], 2)) == 2
+        assert export.nqn.endswith(":twin")
+        assert len(lab.wait_paths("host1", export.nqn, 2)) == 2
         levels = {m["level"] for m in lab.guest_info("array")["md"]}
         assert levels == {"raid6", "raid0"}
     finally:
         lab.remove_export("twin")
     assert [m["level"] for m in lab.guest_info("array")["md"]] == ["raid6"]
-    assert not lab.live_paths("host1", export["nqn"])
+    assert not lab.live_paths("host1", export.nqn)
 
 
 def test_throttle_sets_and_removes_tbf(lab):
@@ -228,5 +228,5 @@ def test_native_lab_inside_the_array_guest(lab):
         down = lab.exec("array", base + ["lab", "down", "--native", "--name", "nt"], timeout=120)
     assert down.ok, down.stderr
     left = lab.exec("array", ["ls", "/sys/kernel/config/nvmet/subsystems"], check=True).stdout.split()
-    assert left == [lab.state["exports"][0]["nqn"]]
+    assert left == [lab.main_export.nqn]
     assert [m["level"] for m in lab.guest_info("array")["md"]] == ["raid6"]

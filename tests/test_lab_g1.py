@@ -14,14 +14,14 @@ SPARE_SLOT = 23        # outside the session's raid6 (slots 0-19): pulling it de
 
 
 def serial_file(lab) -> str:
-    return "".join(f"{d['slot']} {d['serial']}\n" for d in lab.state["drives"])
+    return "".join(f"{d.slot} {d.serial}\n" for d in lab.state.drives)
 
 
 def test_selftest_passes_with_24_drives_and_names_a_pulled_one(lab):
     code, data, err = fx(lab, "array", "selftest", "--expect-drives", "24")
     assert code == 0, err
     assert data["drives_recognized"] == 24
-    assert sorted(d["serial"] for d in data["drives"]) == sorted(d["serial"] for d in lab.state["drives"])
+    assert sorted(d["serial"] for d in data["drives"]) == sorted(d.serial for d in lab.state.drives)
     lab.exec("array", ["tee", "/tmp/serials.txt"], input=serial_file(lab), check=True)
     pulled = lab.drive_pull(SPARE_SLOT)
     try:
@@ -48,7 +48,7 @@ def test_selftest_fails_naming_the_drive_with_a_smart_critical_warning(lab):
     assert code == 1, err
     warning = criteria(data)["SMART critical_warning == 0"]
     assert warning["outcome"] == "fail" and warning["measured"] == "23/24"
-    assert lab.drive(slot)["serial"] in warning["detail"] and "reliability degraded" in warning["detail"]
+    assert lab.drive(slot).serial in warning["detail"] and "reliability degraded" in warning["detail"]
 
 
 def _host2_paths(lab, nqn):
@@ -58,7 +58,7 @@ def _host2_paths(lab, nqn):
 @pytest.mark.parametrize("transport", ["tcp", "rdma"])
 def test_discover_connect_two_links_then_disconnect(lab, transport):
     nqn = lab.spec.subsystem_nqn
-    addresses = [link["array_ip"] for link in lab.links("host2")]
+    addresses = [link.array_ip for link in lab.links("host2")]
     code, _, err = fx(lab, "host2", "disconnect", "--nqn", nqn)
     assert code == 0, err
     try:
@@ -74,7 +74,7 @@ def test_discover_connect_two_links_then_disconnect(lab, transport):
         assert code == 0, err
         assert sorted(p["traddr"] for p in data["connected"]) == sorted(addresses)
         live = lab.wait_paths("host2", nqn, 2)
-        assert {p["transport"] for p in live} == {transport}
+        assert {p.transport for p in live} == {transport}
         code, data, err = fx(lab, "host2", "inventory", "--no-smart")
         assert code == 0, err
         ours = [c for c in data["inventory"]["controllers"] if c["subsysnqn"] == nqn]
@@ -121,10 +121,10 @@ def test_preflight_in_a_guest_fills_or_explains_every_item(lab):
 def test_bad_input_leaves_nothing_half_connected(lab):
     nqn = lab.spec.subsystem_nqn
     before = _host2_paths(lab, nqn)
-    nobody = lab.links("host2")[0]["array_ip"].rsplit(".", 1)[0] + ".77"   # on the lab's own link, no one there
+    nobody = lab.links("host2")[0].array_ip.rsplit(".", 1)[0] + ".77"   # on the lab's own link, no one there
     code, _, err = fx(lab, "host2", "connect", "-t", "tcp", "-a", nobody, "--nqn", nqn, timeout=400)
     assert code == 4 and nobody in err and err.strip().count("\n") == 0
-    good = lab.links("host2")[0]["array_ip"]
+    good = lab.links("host2")[0].array_ip
     code, _, err = fx(lab, "host2", "connect", "-t", "tcp", "-a", good, "--nqn", "nqn.2026-12.io.fxprobe:nope")
     assert code == 2 and "nqn.2026-12.io.fxprobe:nope" in err
     code, _, err = fx(lab, "array", "selftest", "--expect-drives", "0")

@@ -13,12 +13,12 @@ pytestmark = pytest.mark.lab
 
 def set_mtu(lab, n: int, mtu: int, host: str = "host1") -> None:
     link = lab.link(n, host)
-    lab.exec(link["host"], ["ip", "link", "set", "dev", link["host_nic"], "mtu", str(mtu)], check=True)
-    lab.exec("array", ["ip", "link", "set", "dev", link["array_nic"], "mtu", str(mtu)], check=True)
+    lab.exec(link.host, ["ip", "link", "set", "dev", link.host_nic, "mtu", str(mtu)], check=True)
+    lab.exec("array", ["ip", "link", "set", "dev", link.array_nic, "mtu", str(mtu)], check=True)
 
 
 def test_netcheck_roce_passes_at_4200_and_names_a_1500_link(lab):
-    peers = [link["array_ip"] for link in lab.links("host1")]
+    peers = [link.array_ip for link in lab.links("host1")]
     argv = ["netcheck", "--roce", "--iface", "l1", "--iface", "l2"] + [a for p in peers for a in ("--peer", p)]
     try:
         for n in (1, 2):
@@ -48,7 +48,7 @@ def _line_efficiency(lab, tmp_path, label: str, threshold: float):
     link = lab.link(1, "host1")
     run_dir = tmp_path / label
     code = main(["--run-dir", str(run_dir), "line-efficiency", "--lab", lab.name, "--client-node", "host1",
-                 "--server-node", "array", "--peer", link["array_ip"], "--duration", "6", "--qps", "1",
+                 "--server-node", "array", "--peer", link.array_ip, "--duration", "6", "--qps", "1",
                  "--outs", "2", "--size", "64K", "--threshold", str(threshold)])
     return code, json.loads((run_dir / "results.json").read_text())
 
@@ -59,7 +59,7 @@ def test_line_efficiency_tracks_a_throttled_link_over_soft_roce(lab, tmp_path):
     tbf drops what exceeds its queue (100 ms) and RoCE is built for a lossless fabric, so the
     reads in flight are kept below the queue (1 QP x 2 outstanding x 64 KiB = 128 KiB)."""
     link = lab.link(1, "host1")
-    lab.exec("host1", ["ethtool", "-s", link["host_nic"], "speed", "20", "duplex", "full"], check=True)
+    lab.exec("host1", ["ethtool", "-s", link.host_nic, "speed", "20", "duplex", "full"], check=True)
     try:
         lab.throttle(1, "20mbit", "host1")
         full_code, full = _line_efficiency(lab, tmp_path, "full", 0.83)
@@ -67,7 +67,7 @@ def test_line_efficiency_tracks_a_throttled_link_over_soft_roce(lab, tmp_path):
         half_code, half = _line_efficiency(lab, tmp_path, "half", 0.83)
     finally:
         lab.throttle(1, "off", "host1")
-        lab.exec("host1", ["ethtool", "-s", link["host_nic"], "speed", "100000", "duplex", "full"])
+        lab.exec("host1", ["ethtool", "-s", link.host_nic, "speed", "100000", "duplex", "full"])
     ceiling = full["summary"]["payload_ceiling_bps"] / full["line_rate_bps"]   # RoCEv2 payload share at the MTU
     assert full["line_rate_bps"] == 20e6 and full["line_rate_source"].endswith("/speed")
     assert full["transport"] == "rdma" and full["mtu"] == 4096

@@ -136,7 +136,7 @@ def test_mdstat_degraded_and_recovering():
 def test_path_lines():
     text = "nqn.x nvme0 live tcp traddr=10.1.1.1,trsvcid=4420\nnqn.x nvme1 connecting tcp traddr=10.2.1.1,trsvcid=4420\n"
     paths = parse_path_lines(text)
-    assert [p["state"] for p in paths] == ["live", "connecting"] and paths[1]["address"].startswith("traddr=10.2")
+    assert [p.state for p in paths] == ["live", "connecting"] and paths[1].address.startswith("traddr=10.2")
 
 
 def test_listening_ports_reads_proc_net_tcp():
@@ -232,3 +232,50 @@ def test_lab_folder_too_long_for_a_unix_socket(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / ("x" * 100)))
     assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "long"]) == EXIT_USAGE
     assert "too long for a unix socket" in capsys.readouterr().err
+
+
+# -- state file ---------------------------------------------------------------------------------
+
+def _state():
+    from fxprobe.lab.state import DriveState, ExportState, GuestState, KernelState, LabState, LinkState
+    spec = LabSpec(name="t", drives=2, raid="raid1", hosts=1).validate()
+    state = LabState(spec=spec, created="2026-01-01T00:00:00Z", accel="tcg", python="/usr/bin/python3",
+                     kernel=KernelState(version="6.1.0-1-amd64", package="linux-image-6.1.0-1-amd64", root="/k"))
+    state.guests["array"] = GuestState(ssh_port=2001, qmp="/l/array/qmp.sock", console="/l/array/c.log",
+                                       hostnqn="nqn.a", role="array", pid=11)
+    state.guests["host1"] = GuestState(ssh_port=2002, qmp="/l/host1/qmp.sock", console="/l/host1/c.log",
+                                       hostnqn="nqn.h")
+    state.drives += [DriveState(slot=s, serial=drive_serial("abcd1234", s), image=f"/l/{s}.img", export="fxlab")
+                     for s in range(2)]
+    state.links.append(LinkState(**link_plan(spec)[0].to_dict(), socket_port=3001))
+    state.exports.append(ExportState(name="fxlab", nqn=spec.subsystem_nqn, level="raid1", slots=[0, 1],
+                                     transport="tcp", backing="/dev/md127", connected=["host1"]))
+    return state
+
+
+def test_lab_state_round_trips_through_its_file(tmp_path):
+    from fxprobe.lab.state import LabState
+    state = _state()
+    state.drives[1].present, state.drives[1].pulled = False, "2026-01-01T00:01:00Z"
+    state.timings["ready_s"] = 91.5
+    state.write(tmp_path / "state.json")
+    again = LabState.read(tmp_path / "state.json", "t")
+    assert again == state and again.to_dict() == state.to_dict()
+    assert again.spec == state.spec and again.host_names == ["host1"] and again.array_names == ["array"]
+    assert again.main_export.nqn == state.spec.subsystem_nqn and again.free_slots() == []
+    assert again.drives[0].device() == Drive(0, drive_serial("abcd1234", 0), "/l/0.img")
+
+
+def test_lab_state_file_errors_name_the_file_and_field(tmp_path):
+    from fxprobe.lab.state import LabState
+    path = tmp_path / "state.json"
+    path.write_text("{")
+    with pytest.raises(BadInput, match="not valid JSON"):
+        LabState.read(path, "t")
+    data = _state().to_dict()
+    data["drives"][0]["slot"] = "zero"
+    path.write_text(__import__("json").dumps(data))
+    with pytest.raises(BadInput, match=r"field drives\.0\.slot"):
+        LabState.read(path, "t")
+    with pytest.raises(ValueError):
+        _state().drives[0].slot = "zero"      # assignments are checked too

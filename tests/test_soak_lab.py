@@ -51,7 +51,7 @@ def main_namespace(lab) -> tuple[str, str]:
 def busiest_link(lab) -> int:
     """The data link that carries the I/O now (numa iopolicy: one path at a time)."""
     def rx():
-        nics = {link["n"]: link["host_nic"] for link in lab.links(HOST)}
+        nics = {link.n: link.host_nic for link in lab.links(HOST)}
         text = lab.exec(HOST, ["sh", "-c", " ".join(f"cat /sys/class/net/{nic}/statistics/rx_bytes;"
                                                      for nic in nics.values())], timeout=60, check=True).stdout
         return dict(zip(nics, map(int, text.split())))

@@ -59,13 +59,13 @@ def up(app: App, name, drives, raid, raid_drives, hosts, links, transport, link_
                    accel=accel, connect=not no_connect).validate()
     run = app.new_run("lab-up")
     handle = Lab.up(spec, app.runner(run), app.progress)
-    guests = ", ".join(f"{g} ssh 127.0.0.1:{v['ssh_port']}" for g, v in handle.state["guests"].items())
-    human = [f"lab {name} is up in {handle.state['timings']['ready_s']} s ({handle.state['accel']}): {guests}",
+    guests = ", ".join(f"{g} ssh 127.0.0.1:{v.ssh_port}" for g, v in handle.state.guests.items())
+    human = [f"lab {name} is up in {handle.state.timings['ready_s']} s ({handle.state.accel}): {guests}",
              f"export {spec.subsystem_nqn}: {spec.raid} over {spec.array_drives} of {spec.drives} drives, "
              f"{spec.transport}, {spec.links} link(s) per host"]
-    return finish(app, run, "lab up", {"lab": {k: handle.state[k] for k in
-                                               ("spec", "accel", "kernel", "guests", "drives", "links",
-                                                "exports", "timings")}}, human, Outcome.PASS)
+    return finish(app, run, "lab up", {"lab": handle.state.model_dump(
+        mode="json", include={"spec", "accel", "kernel", "guests", "drives", "links", "exports", "timings"})},
+        human, Outcome.PASS)
 
 
 @lab.command()
@@ -158,8 +158,8 @@ def add_export(app: App, name, level, slots, export_name, no_connect):
     from fxprobe.lab.vm import Lab
     run = app.new_run("lab-add-export")
     export = Lab.load(name, app.runner(run)).add_export(level, list(slots), export_name, not no_connect)
-    return finish(app, run, "lab add-export", {"export": export},
-                  [f"export {export['nqn']}: {level} over slots {', '.join(map(str, slots))}"], Outcome.PASS)
+    return finish(app, run, "lab add-export", {"export": export.model_dump(mode="json")},
+                  [f"export {export.nqn}: {level} over slots {', '.join(map(str, slots))}"], Outcome.PASS)
 
 
 @lab.group()

@@ -80,7 +80,7 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
                       export=scenario.lab["export"])
     if lab is not None:
         lab.guest_name(env.load_host)
-        if scenario.lab["export"] == "main" or any(e["name"] == labprep.TWIN for e in lab.state["exports"]):
+        if scenario.lab["export"] == "main" or lab.state.export_named(labprep.TWIN):
             env.nqn = labprep.export_nqn(lab, scenario.lab["export"])
     elif not scenario.load["target"]:
         raise BadInput(f"{scenario.source}: key 'load.target': required on a Linux host (the device the load reads)")
@@ -204,7 +204,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         else:
             method.inject()
             if isinstance(method, methods.LabDrivePull):
-                pulled = lab.drive(method.slot).get("pulled")
+                pulled = lab.drive(method.slot).pulled
                 deleted_t = _iso_ms(pulled) if pulled else None   # QMP DEVICE_DELETED (after the guest let go)
             time.sleep(max(0.0, scenario.timing["fault_s"] - (time.time() - inject_t)))
             say("restore")
@@ -361,7 +361,7 @@ def wait_first_status(background, timeout: float) -> float:
 def start_listeners(runner: Runner, lab, host, array_host, load_host: str, seconds: float, background: list,
                     say) -> dict:
     """uevent/netlink listeners on the load node (and the array); waits (bounded) until they listen."""
-    py = lab.state["python"] if lab is not None else sys.executable
+    py = lab.state.python if lab is not None else sys.executable
     nodes = [("array", array_host), (load_host, host)] if lab is not None else [("local", LOCAL)]
     listeners = {}
     for name, node in nodes:

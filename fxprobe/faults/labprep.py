@@ -16,21 +16,21 @@ def remove_twin(lab, name: str) -> str:
     """Remove a twin export; stop its md if a failed member kept it alive; wipe the md superblocks of
     its drives (so nothing assembles them again); re-plug any drive whose namespace came back under
     another name (so slot -> /dev/nvmeXn1 holds again)."""
-    export = next((e for e in lab.state["exports"] if e["name"] == name), None)
+    export = lab.state.export_named(name)
     if export is None:
         return f"export {name} already gone"
     done = [f"export {name} removed"]
     lab.remove_export(name)
-    serials = {lab.drive(slot)["serial"]: slot for slot in export["slots"]}
-    for slot in export["slots"]:
+    serials = {lab.drive(slot).serial: slot for slot in export.slots}
+    for slot in export.slots:
         drive = lab.drive(slot)
-        ctrl = _controller(lab, drive["serial"])
-        if drive["present"] and ctrl and not (ctrl["namespaces"] and ctrl["namespaces"][0].startswith(ctrl["name"] + "n")):
-            release_md(lab, serials, export.get("backing") or "")
+        ctrl = _controller(lab, drive.serial)
+        if drive.present and ctrl and not (ctrl["namespaces"] and ctrl["namespaces"][0].startswith(ctrl["name"] + "n")):
+            release_md(lab, serials, export.backing)
             lab.drive_pull(slot)
             lab.drive_restore(slot)
             done.append(f"re-plugged slot {slot} (its namespace had come back as {ctrl['namespaces']})")
-    stopped = release_md(lab, serials, export.get("backing") or "")
+    stopped = release_md(lab, serials, export.backing)
     if stopped:
         done.append(f"stopped {', '.join(stopped)}")
     for serial in serials:
@@ -38,7 +38,7 @@ def remove_twin(lab, name: str) -> str:
         if ctrl and ctrl["namespaces"]:
             lab.exec("array", ["mdadm", "--zero-superblock", f"/dev/{ctrl['namespaces'][0]}"], timeout=60,
                      label="md-zero")
-    done.append(f"wiped md superblocks of slots {export['slots']}")
+    done.append(f"wiped md superblocks of slots {export.slots}")
     return "; ".join(done)
 
 
@@ -60,16 +60,16 @@ def release_md(lab, serials: dict, backing: str = "") -> list[str]:
 
 
 def export_nqn(lab, which: str) -> str:
-    return lab.export(lab.state["exports"][0]["name"] if which == "main" else TWIN)["nqn"]
+    return (lab.main_export if which == "main" else lab.export(TWIN)).nqn
 
 
 def free_slots(lab) -> list[int]:
-    return [d["slot"] for d in lab.state["drives"] if d["export"] is None and d["present"]]
+    return lab.state.free_slots()
 
 
 def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
     """Build the twin export if it is not there (its undo is remembered first)."""
-    if any(e["name"] == TWIN for e in lab.state["exports"]):
+    if lab.state.export_named(TWIN):
         return False
     from fxprobe.core.errors import BadInput
     busy = [s for s in slots if s not in free_slots(lab)]
@@ -92,18 +92,18 @@ def connect_paths(lab, host: str, nqn: str, links: list[int], options: dict, rep
     """Connect ``host`` to ``nqn`` over exactly ``links`` with ``options`` (scenario [lab] timeout keys).
     ``replace`` disconnects every path first (timeouts such as kato are set at connect time)."""
     flags = [f"{CONNECT_FLAGS[k]}={v}" for k, v in options.items() if k in CONNECT_FLAGS]
-    transport = lab.export(nqn)["transport"]
+    transport = lab.export(nqn).transport
     if replace:
         lab.exec(host, ["nvme", "disconnect", "-n", nqn], timeout=60, label="disconnect-paths")
     current = {p["address"].split(",")[0].split("=", 1)[1]: p for p in controllers_of(lab, host, nqn)
                if p.get("address")}
-    wanted = {lab.link(n, host)["array_ip"] for n in links}
+    wanted = {lab.link(n, host).array_ip for n in links}
     for address, path in current.items():
         if address not in wanted:
             lab.exec(host, ["nvme", "disconnect", "-d", path["controller"]], timeout=60, check=True,
                      label="disconnect-path")
     for n in links:
-        address = lab.link(n, host)["array_ip"]
+        address = lab.link(n, host).array_ip
         if address not in current or replace:
             lab.exec(host, ["nvme", "connect", "-t", transport, "-a", address, "-s", str(NVME_PORT), "-n", nqn,
                             *flags], timeout=90, check=True, label=f"connect-link{n}")
@@ -166,7 +166,7 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
         if ensure_twin(lab, lab_table["twin_level"], slots, remember):
             done.append(f"built twin export: {lab_table['twin_level']} over slots {slots}")
     nqn = export_nqn(lab, lab_table["export"])
-    all_links = [l["n"] for l in lab.links(host)]
+    all_links = [l.n for l in lab.links(host)]
     options = {k: lab_table[k] for k in ("keep_alive_tmo", "ctrl_loss_tmo", "reconnect_delay") if lab_table[k] > 0}
     if lab_table["fast_io_fail_tmo"] != -2:
         options["fast_io_fail_tmo"] = lab_table["fast_io_fail_tmo"]

@@ -117,15 +117,14 @@ class LabDrivePull(Method):
         if self.fault.get("slot") is not None:
             return int(self.fault["slot"])
         lab = self.env.lab
-        name = lab.state["exports"][0]["name"] if self.env.export == "main" else self.env.export
-        export = next((e for e in lab.state["exports"] if e["name"] == name), None)
-        return export["slots"][0] if export and export["slots"] else None
+        export = lab.main_export if self.env.export == "main" else lab.state.export_named(self.env.export)
+        return export.slots[0] if export and export.slots else None
 
     @property
     def target(self) -> str:
         if self.slot is None:
             return f"the first drive of the {self.env.export} export (built at run time)"
-        return self.env.lab.drive(self.slot)["serial"]
+        return self.env.lab.drive(self.slot).serial
 
     def plan(self) -> list[str]:
         return [f"QMP device_del drive{self.slot if self.slot is not None else '?'} (serial {self.target}) in lab "
@@ -136,7 +135,7 @@ class LabDrivePull(Method):
         if self.slot is None:
             return None
         drive = self.env.lab.drive(self.slot)
-        return None if drive["present"] else f"drive slot {self.slot} is already pulled"
+        return None if drive.present else f"drive slot {self.slot} is already pulled"
 
     def refusals(self) -> list[str]:
         if self.slot is None:
@@ -153,7 +152,8 @@ class LabDrivePull(Method):
 
     def restore_record(self) -> dict:
         drive = self.env.lab.drive(self.slot)
-        level = next((e["level"] for e in self.env.lab.state["exports"] if e["name"] == drive["export"]), None)
+        export = self.env.lab.state.export_named(drive.export) if drive.export else None
+        level = export.level if export else None
         return {"method": "lab-drive", "lab": self.env.lab.name, "slot": self.slot,
                 "md_readd": REDUNDANCY.get(level, 1) != 0}
 
@@ -171,12 +171,12 @@ class LabLink(Method):
     @property
     def target(self) -> str:
         link = self.env.lab.link(self.n, self.env.load_host)
-        return link["host_nic"]
+        return link.host_nic
 
     def plan(self) -> list[str]:
         link = self.env.lab.link(self.n, self.env.load_host)
         return [f"QMP set_link up=false on both ends of data link {self.n} "
-                f"({link['host']}:{link['host_nic']} - array:{link['array_nic']})",
+                f"({link.host}:{link.host_nic} - {link.array}:{link.array_nic})",
                 "restore: QMP set_link up=true"]
 
     def refusals(self) -> list[str]:
@@ -184,7 +184,7 @@ class LabLink(Method):
             return []
         live = live_paths_lab(self.env.lab, self.env.load_host, self.env.nqn)
         link = self.env.lab.link(self.n, self.env.load_host)
-        others = [p for p in live if f"traddr={link['array_ip']}," not in (p.get("address") or "") + ","]
+        others = [p for p in live if f"traddr={link.array_ip}," not in (p.get("address") or "") + ","]
         if not others:
             return [f"link {self.n} carries the only live path of {self.env.nqn} on {self.env.load_host} "
                     f"({len(live)} live path(s))"]
@@ -227,14 +227,12 @@ class LabLinkFlap(LabLink):
 
 def plug_only(lab, slot: int) -> str:
     """QMP device_add of a pulled drive without md steps: a raid0 cannot take a member back."""
-    from fxprobe.lab.qemu import Drive
     drive = lab.drive(slot)
-    with lab.qmp("array") as qmp:
-        qmp.command("device_add", **Drive(drive["slot"], drive["serial"], drive["image"]).device_args())
-    drive["present"] = True
-    drive.pop("pulled", None)
+    with lab.qmp(drive.array) as qmp:
+        qmp.command("device_add", **drive.device().device_args())
+    drive.present, drive.pulled = True, None
     lab.save()
-    return f"drive slot {slot} plugged back (its {drive['export']} md has no redundancy: not re-added)"
+    return f"drive slot {slot} plugged back (its {drive.export} md has no redundancy: not re-added)"
 
 
 def lab_set_link(lab, n: int, host: str, up: bool) -> dict:
@@ -249,8 +247,8 @@ def lab_set_link(lab, n: int, host: str, up: bool) -> dict:
     from qemu.qmp.legacy import QEMUMonitorProtocol
     from fxprobe.core.rundir import utc_stamp
     link = lab.link(n, host)
-    for guest, nic in ((link["host"], link["host_nic"]), ("array", link["array_nic"])):
-        path = lab.state["guests"][guest]["qmp"]
+    for guest, nic in ((link.host, link.host_nic), (link.array, link.array_nic)):
+        path = lab.state.guests[guest].qmp
         monitor = QEMUMonitorProtocol(path)
         try:
             monitor.connect(negotiate=True)
@@ -262,10 +260,9 @@ def lab_set_link(lab, n: int, host: str, up: bool) -> dict:
             monitor.close()
         if "error" in reply:
             raise ToolError(f"QMP {path}: set_link nic-{nic}: {reply['error'].get('desc')}")
-    link["up"] = up
-    link["changed"] = utc_stamp()
+    link.up, link.changed = up, utc_stamp()
     lab.save()
-    return {"host": link["host"], "n": link["n"], "up": up, "at": link["changed"]}
+    return {"host": link.host, "n": link.n, "up": up, "at": link.changed}
 
 
 def live_paths_lab(lab, host: str, nqn: str) -> list[dict]:
@@ -687,7 +684,7 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         lab = env.lab if env is not None and env.lab is not None and env.lab.name == record["lab"] \
             else Lab.load(record["lab"], runner)
         if method == "lab-drive":
-            if lab.drive(record["slot"])["present"]:
+            if lab.drive(record["slot"]).present:
                 return f"lab {lab.name}: drive slot {record['slot']} is already present"
             if not record.get("md_readd", True):
                 return f"lab {lab.name}: " + plug_only(lab, record["slot"])

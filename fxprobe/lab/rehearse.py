@@ -129,19 +129,19 @@ class Rehearse:
         self.lab = Lab.up(LabSpec(name=self.result.lab_name, **LAB_SPEC), self.runner, progress=self.progress)
 
     def g1(self) -> None:
-        drives = len(self.lab.state["drives"])
+        drives = len(self.lab.state.drives)
         self.step("selftest", "G1", lambda t: self.in_guest("array", ["selftest", "--expect-drives", str(drives)], t))
 
     def g2(self) -> None:
         link = self.lab.link(1, "host1")
-        nic = link["host_nic"]
+        nic = link.host_nic
 
         def measure(target: Path) -> int:
             self.lab.exec("host1", ["ethtool", "-s", nic, "speed", str(EMULATED_LINE_MBPS), "duplex", "full"], check=True)
             self.lab.throttle(1, f"{EMULATED_LINE_MBPS}mbit", "host1")
             try:
                 return _fxprobe(["--run-dir", str(target), "line-efficiency", "--lab", self.lab.name,
-                                 "--client-node", "host1", "--server-node", "array", "--peer", link["array_ip"],
+                                 "--client-node", "host1", "--server-node", "array", "--peer", link.array_ip,
                                  "--duration", "6", "--qps", "1", "--outs", "2", "--size", "64K"])
             finally:
                 self.lab.throttle(1, "off", "host1")
@@ -149,7 +149,7 @@ class Rehearse:
         self.step("line-efficiency (emulated 20 Mb/s link)", "G2", measure)
 
     def g3(self) -> None:
-        hosts = [g for g in self.lab.state["guests"] if g != "array"]
+        hosts = self.lab.hosts
         ceiling_gbps = self.lab.spec.link_speed / 1000
         self.step("multi-node read-back", "G3", lambda t: _fxprobe(
             ["--run-dir", str(t), "run", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--lab", self.lab.name,

@@ -30,6 +30,7 @@ import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -39,11 +40,12 @@ from fxprobe.core.hosts import SshHost
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
 from fxprobe.lab.kernel import ensure_kernel
-from fxprobe.lab.qemu import Drive, GuestConfig, Nic, choose_accel, guest_argv, qemu_binary
+from fxprobe.lab.qemu import GuestConfig, Nic, choose_accel, guest_argv, qemu_binary
 from fxprobe.lab.spec import (NVME_PORT, SUBSYS_PREFIX, LabSpec, LinkPlan, drive_serial, host_identity,
                               hosts_file, link_plan)
+from fxprobe.lab.state import DriveState, ExportState, GuestState, KernelState, LabState, LinkState
 from fxprobe.tools.qmp import Qmp
-from fxprobe.core.rundir import utc_stamp, write_json
+from fxprobe.core.rundir import utc_stamp
 from fxprobe.core.runner import CommandResult, Runner
 
 # Loaded at boot, one `modprobe -a` per line; array and hosts both get the initiator and target
@@ -154,21 +156,31 @@ def _tail(path: Path, lines: int = 12) -> str:
         return "(no console output)"
 
 
-def parse_path_lines(text: str) -> list[dict]:
-    """Lines "NQN CONTROLLER STATE TRANSPORT ADDRESS" (see ``Lab.live_paths``) as dicts."""
+@dataclass(frozen=True)
+class PathLine:
+    """One NVMe-oF controller (path) of a host guest, as ``guest/paths.sh`` prints it."""
+
+    nqn: str
+    controller: str
+    state: str
+    transport: str
+    address: str = ""
+
+
+def parse_path_lines(text: str) -> list[PathLine]:
+    """Lines "NQN CONTROLLER STATE TRANSPORT ADDRESS" (see ``Lab.live_paths``)."""
     paths = []
     for line in text.splitlines():
         parts = line.split(None, 4)
         if len(parts) >= 4:
-            paths.append({"nqn": parts[0], "controller": parts[1], "state": parts[2], "transport": parts[3],
-                          "address": parts[4] if len(parts) == 5 else ""})
+            paths.append(PathLine(*parts[:4], address=parts[4] if len(parts) == 5 else ""))
     return paths
 
 
 class Lab:
     """A running VM lab, described by its state file."""
 
-    def __init__(self, folder: Path, state: dict, runner: Runner | None = None):
+    def __init__(self, folder: Path, state: LabState, runner: Runner | None = None):
         self.folder = Path(folder)
         self.state = state
         self.runner = runner or Runner()
@@ -177,11 +189,11 @@ class Lab:
     # -- loading and saving -----------------------------------------------------
     @property
     def name(self) -> str:
-        return self.state["spec"]["name"]
+        return self.state.spec.name
 
     @property
     def spec(self) -> LabSpec:
-        return LabSpec.from_dict(self.state["spec"])
+        return self.state.spec
 
     @classmethod
     def load(cls, name: str = "default", runner: Runner | None = None) -> "Lab":
@@ -189,27 +201,27 @@ class Lab:
         path = folder / STATE
         if not path.exists():
             raise BadInput(f"no lab named {name!r} is up ({path} does not exist)", hint="start one: fxprobe lab up")
-        try:
-            state = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{path}: not valid JSON ({exc.msg}); remove the lab with `fxprobe lab down --name {name}`") from None
-        return cls(folder, state, runner)
+        return cls(folder, LabState.read(path, name), runner)
 
     def save(self) -> None:
-        write_json(self.folder / STATE, self.state)
+        self.state.write(self.folder / STATE)
+
+    def reload(self) -> None:
+        """Read the state file again (another process changed the lab)."""
+        self.state = LabState.read(self.folder / STATE, self.name)
 
     # -- guests -----------------------------------------------------------------------
     def guest_name(self, name: str) -> str:
         name = "host1" if name == "host" else name
-        if name not in self.state["guests"]:
+        if name not in self.state.guests:
             raise BadInput(f"no guest {name!r} in lab {self.name!r}",
-                           hint=f"guests: {', '.join(self.state['guests'])}")
+                           hint=f"guests: {', '.join(self.state.guests)}")
         return name
 
     def guest(self, name: str) -> SshHost:
         """The guest as a remote node: every fxprobe feature runs commands there through this."""
         name = self.guest_name(name)
-        return SshHost(name=name, address="127.0.0.1", port=self.state["guests"][name]["ssh_port"], user="root",
+        return SshHost(name=name, address="127.0.0.1", port=self.state.guests[name].ssh_port, user="root",
                        identity=self.folder / sshkeys.CLIENT_KEY, known_hosts=self.folder / sshkeys.KNOWN_HOSTS)
 
     def exec(self, guest: str, argv: list[str], timeout: float = 120, check: bool = False,
@@ -219,30 +231,39 @@ class Lab:
 
     def python(self, module: str, *args: str) -> list[str]:
         """argv that runs a fxprobe module with the project's Python inside a guest."""
-        return [self.state["python"], "-m", module, *args]
+        return [self.state.python, "-m", module, *args]
 
     def qmp(self, guest: str) -> Qmp:
-        return Qmp(Path(self.state["guests"][self.guest_name(guest)]["qmp"]))
+        return Qmp(Path(self.state.guests[self.guest_name(guest)].qmp))
 
     def guest_info(self, guest: str) -> dict:
         result = self.exec(guest, self.python("fxprobe.lab.guestinfo"), timeout=60, check=True, label="guestinfo")
         return json.loads(result.stdout)
 
-    def links(self, host: str | None = None) -> list[dict]:
-        return [l for l in self.state["links"] if host is None or l["host"] == self.guest_name(host)]
+    @property
+    def hosts(self) -> list[str]:
+        """Names of the host guests (host1..hostN)."""
+        return self.state.host_names
 
-    def link(self, n: int, host: str = "host1") -> dict:
+    @property
+    def main_export(self) -> ExportState:
+        return self.state.main_export
+
+    def links(self, host: str | None = None) -> list[LinkState]:
+        return [l for l in self.state.links if host is None or l.host == self.guest_name(host)]
+
+    def link(self, n: int, host: str = "host1") -> LinkState:
         host = self.guest_name(host)
-        for link in self.state["links"]:
-            if link["host"] == host and link["n"] == int(n):
+        for link in self.state.links:
+            if link.host == host and link.n == int(n):
                 return link
         raise BadInput(f"no link {n} on {host}", hint=f"links: 1..{self.spec.links}")
 
-    def drive(self, slot: int) -> dict:
-        for drive in self.state["drives"]:
-            if drive["slot"] == int(slot):
+    def drive(self, slot: int) -> DriveState:
+        for drive in self.state.drives:
+            if drive.slot == int(slot):
                 return drive
-        raise BadInput(f"no drive slot {slot}", hint=f"slots: 0..{len(self.state['drives']) - 1}")
+        raise BadInput(f"no drive slot {slot}", hint=f"slots: 0..{len(self.state.drives) - 1}")
 
     # -- bring-up ---------------------------------------------------------------------
     @classmethod
@@ -256,7 +277,7 @@ class Lab:
                            hint="set FXPROBE_LAB_HOME to a shorter folder")
         if (folder / STATE).exists():
             existing = cls.load(spec.name, runner)
-            if any(_alive(g.get("pid")) for g in existing.state["guests"].values()):
+            if any(_alive(g.pid) for g in existing.state.guests.values()):
                 raise BadInput(f"lab {spec.name!r} is already up", hint=f"fxprobe lab down --name {spec.name}")
             existing.down()
         check_capacity(spec, folder.parent)
@@ -268,21 +289,21 @@ class Lab:
         accel = choose_accel(runner, kernel, initramfs, spec.accel, progress)
         folder.mkdir(parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
-        lab = cls(folder, {"spec": spec.to_dict(), "created": utc_stamp(), "accel": accel,
-                           "kernel": kernel.to_dict(), "python": sys.executable, "guests": {},
-                           "drives": [], "links": [], "exports": [], "timings": {}}, runner)
+        state = LabState(spec=spec, created=utc_stamp(), accel=accel, kernel=KernelState(**kernel.to_dict()),
+                         python=sys.executable)
+        lab = cls(folder, state, runner)
         try:
             lab._prepare(spec, ports)
             lab._boot(spec, kernel, initramfs, accel, progress)
-            lab.state["timings"]["booted_s"] = round(time.monotonic() - started, 1)
+            state.timings["booted_s"] = round(time.monotonic() - started, 1)
             lab._build_array(spec, progress)
             if spec.connect:
-                lab._connect_hosts(lab.state["exports"][0]["nqn"], progress)
-            lab.state["timings"]["ready_s"] = round(time.monotonic() - started, 1)
-            lab.state["ready"] = utc_stamp()
+                lab._connect_hosts(lab.main_export.nqn, progress)
+            state.timings["ready_s"] = round(time.monotonic() - started, 1)
+            state.ready = utc_stamp()
             lab.save()
         except (FxprobeError, OSError, KeyboardInterrupt) as exc:
-            for name in lab.state["guests"]:
+            for name in state.guests:
                 progress(f"--- console of {name} (last lines) ---\n{_tail(folder / name / 'console.log')}")
             lab.down()
             if isinstance(exc, FxprobeError):
@@ -290,12 +311,12 @@ class Lab:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise ToolError(f"lab up failed: {exc}") from None
-        progress(f"ready in {lab.state['timings']['ready_s']} s")
+        progress(f"ready in {state.timings['ready_s']} s")
         return lab
 
     def _prepare(self, spec: LabSpec, ports: list[int]) -> None:
         token = os.urandom(4).hex()
-        self.state["token"] = token
+        self.state.token = token
         client_pub, host_pub = sshkeys.make_keys(self.runner, self.folder)
         plan = link_plan(spec)
         ssh_ports = dict(zip(spec.guest_names, ports))
@@ -306,10 +327,9 @@ class Lab:
             image = drives_dir / f"slot{slot:02d}.img"
             with open(image, "wb") as handle:
                 handle.truncate(spec.drive_mb << 20)
-            self.state["drives"].append({"slot": slot, "serial": drive_serial(token, slot), "image": str(image),
-                                         "present": True, "export": None})
+            self.state.drives.append(DriveState(slot=slot, serial=drive_serial(token, slot), image=str(image)))
         for link, port in zip(plan, socket_ports):
-            self.state["links"].append({**link.to_dict(), "socket_port": port, "up": True, "rate": None})
+            self.state.links.append(LinkState(**link.to_dict(), socket_port=port))
         sshkeys.write_known_hosts(self.folder, host_pub, ssh_ports.values())
         for index, name in enumerate(spec.guest_names):
             share = self.folder / name
@@ -332,26 +352,25 @@ class Lab:
             (share / "nics").write_text("\n".join(nics) + "\n")
             (share / "routes").write_text("\n".join(routes) + ("\n" if routes else ""))
             sshkeys.write_guest_files(self.folder, share, client_pub, os.path.dirname(sys.executable))
-            self.state["guests"][name] = {"ssh_port": ssh_ports[name], "qmp": str(share / "qmp.sock"),
-                                          "console": str(share / "console.log"), "pid": None,
-                                          "hostnqn": hostnqn, "cpus": 1, "memory_mb": 0}
+            self.state.guests[name] = GuestState(ssh_port=ssh_ports[name], qmp=str(share / "qmp.sock"),
+                                                 console=str(share / "console.log"), hostnqn=hostnqn,
+                                                 role="array" if name == "array" else "host")
         self.save()
 
     def _guest_config(self, spec: LabSpec, name: str, index: int) -> GuestConfig:
         share = self.folder / name
         nics = []
-        for link in self.state["links"]:
-            plan = LinkPlan(int(link["host"][4:]), link["n"])
+        for link in self.state.links:
+            plan = LinkPlan(int(link.host[4:]), link.n)
             if name == "array":
-                nics.append(Nic(plan.array_nic, plan.mac(1), plan.array_ip, listen=link["socket_port"],
+                nics.append(Nic(plan.array_nic, plan.mac(1), plan.array_ip, listen=link.socket_port,
                                 speed=spec.link_speed))
-            elif name == link["host"]:
-                nics.append(Nic(plan.host_nic, plan.mac(2), plan.host_ip, connect=link["socket_port"],
+            elif name == link.host:
+                nics.append(Nic(plan.host_nic, plan.mac(2), plan.host_ip, connect=link.socket_port,
                                 speed=spec.link_speed))
-        drives = tuple(Drive(d["slot"], d["serial"], d["image"]) for d in self.state["drives"]) \
-            if name == "array" else ()
+        drives = tuple(d.device() for d in self.state.drives) if name == "array" else ()
         memory = ARRAY_MEMORY_MB + 16 * spec.drives if name == "array" else HOST_MEMORY_MB
-        return GuestConfig(name, share, self.state["guests"][name]["ssh_port"], f"52:54:00:00:{index:02x}:00",
+        return GuestConfig(name, share, self.state.guests[name].ssh_port, f"52:54:00:00:{index:02x}:00",
                            memory, 1, tuple(nics), drives)
 
     def _boot(self, spec: LabSpec, kernel, initramfs: Path, accel: str, progress) -> None:
@@ -363,10 +382,11 @@ class Lab:
             child = self.runner.start(argv, label=f"qemu-{name}", stdout_path=config.folder / "qemu.out",
                                       stderr_path=config.folder / "qemu.err")
             self._children[name] = child
-            self.state["guests"][name].update(pid=child.pid, memory_mb=config.memory_mb, argv=argv)
+            guest = self.state.guests[name]
+            guest.pid, guest.memory_mb, guest.argv = child.pid, config.memory_mb, argv
             self.save()
             if name == "array":
-                self._wait_listening([l["socket_port"] for l in self.state["links"]], name)
+                self._wait_listening([l.socket_port for l in self.state.links], name)
         self._wait_ready(progress)
 
     def _check_running(self, name: str) -> None:
@@ -385,7 +405,7 @@ class Lab:
             time.sleep(0.1)
 
     def _wait_ready(self, progress) -> None:
-        pending = list(self.state["guests"])
+        pending = list(self.state.guests)
         deadline = time.monotonic() + READY_TIMEOUT
         progress(f"guests: booting {', '.join(pending)}")
         while pending:
@@ -408,25 +428,25 @@ class Lab:
         progress(f"array: {level} over {len(slots)} drives, exported as {spec.subsystem_nqn} over {spec.transport}")
         self._create_export(level, slots, name=MAIN_MD, nqn=spec.subsystem_nqn)
 
-    def _create_export(self, level: str, slots: list[int], name: str, nqn: str) -> dict:
+    def _create_export(self, level: str, slots: list[int], name: str, nqn: str) -> ExportState:
         transport = self.spec.transport
         args = ["create", "--nqn", nqn, "--md", name, "--level", level, "--serial-number", f"FXLAB{name[:8].upper()}"]
         for slot in slots:
-            args += ["--drive-serial", self.drive(slot)["serial"]]
+            args += ["--drive-serial", self.drive(slot).serial]
         # every link carries a port for each transport (soft-RoCE is always on); hosts use spec.transport
         other = "rdma" if transport == "tcp" else "tcp"
-        for link in self.state["links"]:
-            args += ["--port", f"{link['nvmet_port']}:{transport}:{link['array_ip']}:{NVME_PORT}",
-                     "--port", f"{link['nvmet_port'] + ALT_PORT_OFFSET}:{other}:{link['array_ip']}:{NVME_PORT}"]
+        for link in self.state.links:
+            args += ["--port", f"{link.nvmet_port}:{transport}:{link.array_ip}:{NVME_PORT}",
+                     "--port", f"{link.nvmet_port + ALT_PORT_OFFSET}:{other}:{link.array_ip}:{NVME_PORT}"]
         result = self.exec("array", self.python("fxprobe.lab.target", *args), timeout=180, label=f"target-{name}")
         if not result.ok:
             raise ToolError(f"building export {name} in the array guest failed: "
                             f"{(result.stderr.strip().splitlines() or ['?'])[-1]}")
-        export = {"name": name, "nqn": nqn, "level": level, "slots": slots, "transport": transport,
-                  "backing": json.loads(result.stdout)["backing"], "connected": []}
+        export = ExportState(name=name, nqn=nqn, level=level, slots=slots, transport=transport,
+                             backing=json.loads(result.stdout)["backing"])
         for slot in slots:
-            self.drive(slot)["export"] = name
-        self.state["exports"].append(export)
+            self.drive(slot).export = name
+        self.state.exports.append(export)
         self.save()
         return export
 
@@ -435,33 +455,31 @@ class Lab:
 
         def connect(host: str) -> None:
             for link in self.links(host):
-                progress(f"hosts: {host} connecting to {link['array_ip']} (link {link['n']}, {export['transport']})")
-                self.exec(host, ["nvme", "connect", "-t", export["transport"], "-a", link["array_ip"],
+                progress(f"hosts: {host} connecting to {link.array_ip} (link {link.n}, {export.transport})")
+                self.exec(host, ["nvme", "connect", "-t", export.transport, "-a", link.array_ip,
                                  "-s", str(NVME_PORT), "-n", nqn], timeout=60, check=True, label=f"connect-{host}")
             self.wait_paths(host, nqn, len(self.links(host)))
 
-        hosts = [g for g in self.state["guests"] if g != "array"]
+        hosts = self.hosts
         with ThreadPoolExecutor(max_workers=len(hosts)) as pool:  # hosts connect at the same time
             list(pool.map(connect, hosts))
-        export["connected"] += hosts
+        export.connected = export.connected + hosts
         self.save()
 
-    def export(self, key: str) -> dict:
-        for export in self.state["exports"]:
-            if key in (export["name"], export["nqn"]):
+    def export(self, key: str) -> ExportState:
+        """The export named ``key`` (md name) or with NQN ``key``."""
+        for export in self.state.exports:
+            if key in (export.name, export.nqn):
                 return export
         raise BadInput(f"no export {key!r} in lab {self.name!r}",
-                       hint=f"exports: {', '.join(e['name'] for e in self.state['exports']) or 'none'}")
+                       hint=f"exports: {', '.join(e.name for e in self.state.exports) or 'none'}")
 
-    def live_paths(self, host: str, nqn: str) -> list[dict]:
+    def live_paths(self, host: str, nqn: str) -> list[PathLine]:
         """Live NVMe-oF paths (controllers) of ``host`` to subsystem ``nqn``, read from sysfs."""
-        script = ('for c in /sys/class/nvme-subsystem/*/nvme[0-9]*; do [ -e "$c/state" ] || continue; '
-                  'echo "$(cat "${c%/*}/subsysnqn") ${c##*/} $(cat "$c/state") $(cat "$c/transport") '
-                  '$(cat "$c/address")"; done')
-        result = self.exec(host, ["sh", "-c", script], timeout=30, check=True, label="paths")
-        return [p for p in parse_path_lines(result.stdout) if p["nqn"] == nqn and p["state"] == "live"]
+        result = self.exec(host, ["sh", str(guest_file("paths.sh"))], timeout=30, check=True, label="paths")
+        return [p for p in parse_path_lines(result.stdout) if p.nqn == nqn and p.state == "live"]
 
-    def wait_paths(self, host: str, nqn: str, count: int, timeout: float = 60) -> list[dict]:
+    def wait_paths(self, host: str, nqn: str, count: int, timeout: float = 60) -> list[PathLine]:
         """Wait until ``host`` has exactly ``count`` live paths to ``nqn``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -473,86 +491,83 @@ class Lab:
             time.sleep(1)
 
     # -- second export (e.g. a raid0 "fail twin") -------------------------------------------
-    def add_export(self, level: str, slots: list[int], name: str = "twin", connect: bool = True) -> dict:
+    def add_export(self, level: str, slots: list[int], name: str = "twin", connect: bool = True) -> ExportState:
         """Build md ``level`` over free drive ``slots`` and export it as another subsystem, no reboot."""
         if not re.match(r"^[a-z][a-z0-9]{0,11}$", name) or name == MAIN_MD:
             raise BadInput(f"export name {name!r}: 1-12 lowercase letters/digits, not {MAIN_MD!r}")
-        if any(e["name"] == name for e in self.state["exports"]):
+        if self.state.export_named(name):
             raise BadInput(f"export {name!r} exists already")
         for slot in slots:
             drive = self.drive(slot)
-            if drive["export"] or not drive["present"]:
-                raise BadInput(f"drive slot {slot} is {'in export ' + drive['export'] if drive['export'] else 'pulled'}",
+            if drive.export or not drive.present:
+                raise BadInput(f"drive slot {slot} is {'in export ' + drive.export if drive.export else 'pulled'}",
                                hint="pick free slots (start the lab with --raid-drives K to leave some out)")
         export = self._create_export(level, [int(s) for s in slots], name, f"{SUBSYS_PREFIX}:{self.name}:{name}")
         if connect:
-            self._connect_hosts(export["nqn"], lambda text: None)
+            self._connect_hosts(export.nqn, lambda text: None)
         return export
 
     def remove_export(self, name: str) -> None:
         export = self.export(name)
-        if export["name"] == MAIN_MD:
+        if export.name == MAIN_MD:
             raise BadInput("the main export goes away with `lab down`")
-        for host in export["connected"]:
-            self.exec(host, ["nvme", "disconnect", "-n", export["nqn"]], timeout=60)
-        self.exec("array", self.python("fxprobe.lab.target", "remove", "--nqn", export["nqn"], "--md", export["name"]),
+        for host in export.connected:
+            self.exec(host, ["nvme", "disconnect", "-n", export.nqn], timeout=60)
+        self.exec("array", self.python("fxprobe.lab.target", "remove", "--nqn", export.nqn, "--md", export.name),
                   timeout=120, check=True)
-        for slot in export["slots"]:
-            self.drive(slot)["export"] = None
-        self.state["exports"].remove(export)
+        for slot in export.slots:
+            self.drive(slot).export = None
+        self.state.exports.remove(export)
         self.save()
 
     # -- faults ----------------------------------------------------------------------
     def drive_pull(self, slot: int) -> dict:
         """Hot-remove drive ``slot`` (QMP device_del); md marks it failed and runs degraded."""
         drive = self.drive(slot)
-        if not drive["present"]:
+        if not drive.present:
             raise BadInput(f"drive slot {slot} is already pulled", hint=f"fxprobe lab fault drive-restore {slot}")
-        with self.qmp("array") as qmp:
-            qmp.command("device_del", id=f"drive{drive['slot']}")
-            event = qmp.wait_event("DEVICE_DELETED", 30, {"device": f"drive{drive['slot']}"})
+        with self.qmp(drive.array) as qmp:
+            qmp.command("device_del", id=f"drive{drive.slot}")
+            event = qmp.wait_event("DEVICE_DELETED", 30, {"device": f"drive{drive.slot}"})
         if event is None:
             raise ToolError(f"drive slot {slot}: the array guest did not release the device within 30 s")
-        drive["present"] = False
-        drive["pulled"] = utc_stamp()
+        drive.present, drive.pulled = False, utc_stamp()
         self.save()
-        if drive["export"]:
-            md = f"/dev/md/{drive['export']}"
-            self.exec("array", ["mdadm", md, "--fail", "detached", "--remove", "detached"], timeout=60)
-        return {"slot": drive["slot"], "serial": drive["serial"], "pulled": drive["pulled"]}
+        if drive.export:
+            md = f"/dev/md/{drive.export}"
+            self.exec(drive.array, ["mdadm", md, "--fail", "detached", "--remove", "detached"], timeout=60)
+        return {"slot": drive.slot, "serial": drive.serial, "pulled": drive.pulled}
 
     def drive_restore(self, slot: int) -> dict:
         """Plug drive ``slot`` back (QMP device_add, same serial and PCI slot) and add it back to md."""
         drive = self.drive(slot)
-        if drive["present"]:
+        if drive.present:
             raise BadInput(f"drive slot {slot} is present", hint=f"fxprobe lab fault drive-pull {slot} first")
-        with self.qmp("array") as qmp:
-            qmp.command("device_add", **Drive(drive["slot"], drive["serial"], drive["image"]).device_args())
-        drive["present"] = True
-        drive.pop("pulled", None)
+        with self.qmp(drive.array) as qmp:
+            qmp.command("device_add", **drive.device().device_args())
+        drive.present, drive.pulled = True, None
         self.save()
-        found = self.exec("array", self.python("fxprobe.lab.target", "wait-serial", drive["serial"]),
+        found = self.exec(drive.array, self.python("fxprobe.lab.target", "wait-serial", drive.serial),
                           timeout=90, check=True, label="wait-serial")
         device = found.stdout.strip()
-        result = {"slot": drive["slot"], "serial": drive["serial"], "device": device}
-        if drive["export"]:
-            md = f"/dev/md/{drive['export']}"
-            added = self.exec("array", ["mdadm", md, "--re-add", device], timeout=60)
+        result = {"slot": drive.slot, "serial": drive.serial, "device": device}
+        if drive.export:
+            md = f"/dev/md/{drive.export}"
+            added = self.exec(drive.array, ["mdadm", md, "--re-add", device], timeout=60)
             if not added.ok:
-                self.exec("array", ["mdadm", md, "--add", device], timeout=60, check=True)
+                self.exec(drive.array, ["mdadm", md, "--add", device], timeout=60, check=True)
             result["md"] = md
         return result
 
     def _set_link(self, n: int, host: str, up: bool) -> dict:
         link = self.link(n, host)
-        with self.qmp(link["host"]) as qmp:
-            qmp.command("set_link", name=f"nic-{link['host_nic']}", up=up)
-        with self.qmp("array") as qmp:
-            qmp.command("set_link", name=f"nic-{link['array_nic']}", up=up)
-        link["up"] = up
-        link["changed"] = utc_stamp()
+        with self.qmp(link.host) as qmp:
+            qmp.command("set_link", name=f"nic-{link.host_nic}", up=up)
+        with self.qmp(link.array) as qmp:
+            qmp.command("set_link", name=f"nic-{link.array_nic}", up=up)
+        link.up, link.changed = up, utc_stamp()
         self.save()
-        return {"host": link["host"], "n": link["n"], "up": up, "at": link["changed"]}
+        return {"host": link.host, "n": link.n, "up": up, "at": link.changed}
 
     def link_down(self, n: int, host: str = "host1") -> dict:
         """Cut data link ``n`` of ``host`` at both ends (QMP set_link up=false)."""
@@ -566,23 +581,20 @@ class Lab:
         link = self.link(n, host)
         if rate != "off" and not RATE_RE.match(rate):
             raise BadInput(f"rate {rate!r}: use tc units such as 100mbit or 2gbit, or off")
-        for guest, nic in ((link["host"], link["host_nic"]), ("array", link["array_nic"])):
+        for guest, nic in ((link.host, link.host_nic), (link.array, link.array_nic)):
             if rate == "off":
                 self.exec(guest, ["tc", "qdisc", "del", "dev", nic, "root"], timeout=30)
             else:
                 self.exec(guest, ["tc", "qdisc", "replace", "dev", nic, "root", "tbf", "rate", rate,
                                   "burst", "256kb", "latency", "100ms"], timeout=30, check=True)
-        link["rate"] = None if rate == "off" else rate
+        link.rate = None if rate == "off" else rate
         self.save()
-        return {"host": link["host"], "n": link["n"], "rate": link["rate"]}
+        return {"host": link.host, "n": link.n, "rate": link.rate}
 
     # -- status -------------------------------------------------------------------------
-    def status(self) -> dict:
-        guests = {}
+    def _infos(self, guests: dict) -> dict[str, dict]:
+        """guestinfo of every running guest, one SSH round trip each, all at once."""
         infos = {}
-        for name, guest in self.state["guests"].items():
-            guests[name] = {"running": _alive(guest.get("pid")), "pid": guest.get("pid"),
-                            "ssh": f"127.0.0.1:{guest['ssh_port']}", "qmp": guest["qmp"]}
 
         def look(name: str) -> None:
             try:
@@ -590,46 +602,60 @@ class Lab:
             except FxprobeError as exc:
                 guests[name]["error"] = str(exc)
 
-        with ThreadPoolExecutor(max_workers=len(guests)) as pool:  # one SSH round trip per guest, at once
+        with ThreadPoolExecutor(max_workers=len(guests)) as pool:
             list(pool.map(look, [name for name, g in guests.items() if g["running"]]))
-        array = infos.get("array", {})
-        by_serial = {c["serial"]: c for c in array.get("nvme_controllers", []) if c.get("transport") == "pcie"}
+        return infos
+
+    def _drive_status(self, infos: dict) -> list[dict]:
         drives = []
-        md_by_device = {}
-        for md in array.get("md", []):
-            for member in md["members"]:
-                md_by_device[member["device"]] = (md["name"], "faulty" if member["faulty"] else "active")
-        for drive in self.state["drives"]:
-            ctrl = by_serial.get(drive["serial"])
-            device = ctrl["namespaces"][0] if ctrl and ctrl["namespaces"] else None
-            md_name, md_state = md_by_device.get(device, (None, None))
-            drives.append({"slot": drive["slot"], "serial": drive["serial"], "export": drive["export"],
-                           "state": "present" if ctrl else ("pulled" if not drive["present"] else "missing"),
-                           "device": device, "md": md_name, "md_state": md_state})
+        for array in self.state.array_names:
+            info = infos.get(array, {})
+            by_serial = {c["serial"]: c for c in info.get("nvme_controllers", []) if c.get("transport") == "pcie"}
+            md_by_device = {m["device"]: (md["name"], "faulty" if m["faulty"] else "active")
+                            for md in info.get("md", []) for m in md["members"]}
+            for drive in (d for d in self.state.drives if d.array == array):
+                ctrl = by_serial.get(drive.serial)
+                device = ctrl["namespaces"][0] if ctrl and ctrl["namespaces"] else None
+                md_name, md_state = md_by_device.get(device, (None, None))
+                drives.append({"array": array, "slot": drive.slot, "serial": drive.serial, "export": drive.export,
+                               "state": "present" if ctrl else ("pulled" if not drive.present else "missing"),
+                               "device": device, "md": md_name, "md_state": md_state})
+        return drives
+
+    def _link_status(self, infos: dict) -> list[dict]:
         links = []
-        for link in self.state["links"]:
-            nets = {n["name"]: n for n in infos.get(link["host"], {}).get("net", [])}
-            array_nets = {n["name"]: n for n in array.get("net", [])}
-            host_nic = nets.get(link["host_nic"], {})
-            links.append({**{k: link[k] for k in ("host", "n", "array_ip", "host_ip", "nvmet_port", "up", "rate")},
+        for link in self.state.links:
+            nets = {n["name"]: n for n in infos.get(link.host, {}).get("net", [])}
+            array_nets = {n["name"]: n for n in infos.get(link.array, {}).get("net", [])}
+            host_nic = nets.get(link.host_nic, {})
+            links.append({**link.model_dump(include={"host", "n", "array_ip", "host_ip", "nvmet_port", "up", "rate"}),
                           "host_operstate": host_nic.get("operstate"), "speed_mbps": host_nic.get("speed_mbps"),
-                          "array_operstate": array_nets.get(link["array_nic"], {}).get("operstate")})
-        paths = {name: info.get("nvme_subsystems", []) for name, info in infos.items() if name != "array"}
-        return {"name": self.name, "folder": str(self.folder), "spec": self.state["spec"], "accel": self.state["accel"],
-                "kernel": self.state["kernel"]["version"], "timings": self.state.get("timings", {}),
-                "guests": guests, "drives": drives, "md": array.get("md", []), "exports": self.state["exports"],
-                "links": links, "nvme": paths, "rdma": {n: i.get("rdma", []) for n, i in infos.items()}}
+                          "array_operstate": array_nets.get(link.array_nic, {}).get("operstate")})
+        return links
+
+    def status(self) -> dict:
+        guests = {name: {"running": _alive(g.pid), "pid": g.pid, "ssh": f"127.0.0.1:{g.ssh_port}", "qmp": g.qmp}
+                  for name, g in self.state.guests.items()}
+        infos = self._infos(guests)
+        state = self.state.to_dict()
+        return {"name": self.name, "folder": str(self.folder), "spec": state["spec"], "accel": self.state.accel,
+                "kernel": self.state.kernel.version, "timings": self.state.timings, "guests": guests,
+                "drives": self._drive_status(infos), "exports": state["exports"],
+                "md": [md for a in self.state.array_names for md in infos.get(a, {}).get("md", [])],
+                "links": self._link_status(infos),
+                "nvme": {name: infos.get(name, {}).get("nvme_subsystems", []) for name in self.hosts if name in infos},
+                "rdma": {n: i.get("rdma", []) for n, i in infos.items()}}
 
     # -- teardown ---------------------------------------------------------------------
     def down(self, timeout: float = 15) -> list[str]:
         """Stop every guest and remove the lab folder (keys, sockets, drives). Returns what was done."""
         done = []
-        for name, guest in self.state.get("guests", {}).items():
-            pid = guest.get("pid")
+        for name, guest in self.state.guests.items():
+            pid = guest.pid
             if not _alive(pid):
                 continue
             try:
-                with Qmp(Path(guest["qmp"]), timeout=5) as qmp:
+                with Qmp(Path(guest.qmp), timeout=5) as qmp:
                     qmp.command("quit")
             except FxprobeError:
                 os.kill(pid, signal.SIGTERM)
