@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fxprobe.cli.main import main
 from fxprobe.core.rundir import RunDir
+from fxprobe.core.verdict import Outcome
 
 BENCH = Path(__file__).parent / "fixtures" / "bench"
 
@@ -22,11 +23,11 @@ def runs_of(tmp_path: Path, command: str) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.name.endswith("-" + command.replace(" ", "-")))
 
 
-def fake_run(base: Path, command: str, results: dict) -> Path:
-    """A finished run directory whose results.json holds ``results`` (what a producer would write)."""
-    run = RunDir.create(base, command)
-    run.write_results({"command": command, "outcome": "pass", **results})
-    run.finalize()
+def fake_run(base: Path, command: str, results: dict, outcome: str = "pass") -> Path:
+    """A finished run directory whose results.json holds ``results`` (what a producer would write),
+    in the library's envelope."""
+    run = RunDir.start(command, ["fxprobe", *command.split()], base=base)
+    run.finish(Outcome(outcome), results, reason="" if outcome == "pass" else f"planted {outcome}")
     return run.path
 
 

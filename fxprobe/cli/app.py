@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from fxprobe.core.rundir import RunDir, utc_stamp
+from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Outcome, Verdict
 
@@ -22,6 +22,7 @@ class App:
     json_output: bool = False
     verbosity: int = 0
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
+    open_runs: list[RunDir] = field(default_factory=list)   # begun, not yet finished: main() fails them on error
 
     def progress(self, text: str) -> None:
         """Progress for a person at a terminal; never inside --json output."""
@@ -31,12 +32,25 @@ class App:
             return
         click.echo(text, err=True)
 
-    def new_run(self, command: str) -> RunDir:
+    def new_run(self, command: str, folder: str | None = None) -> RunDir:
+        """The command's run directory, begun: from here on an error is recorded in it (see main())."""
         if self.run_dir is not None:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "raw").mkdir(exist_ok=True)
-            return RunDir(self.run_dir)
-        return RunDir.create(self.runs_base, command)
+            run = RunDir.start(command, self.argv, path=self.run_dir)
+        else:
+            run = RunDir.start(command, self.argv, base=self.runs_base, folder=folder)
+        self.open_runs.append(run)
+        return run
+
+    def resume_run(self, run: RunDir, command: str) -> RunDir:
+        """An existing run directory begun again (``soak --resume``)."""
+        self.open_runs.append(run.begin(command, self.argv))
+        return run
+
+    def fail_open_runs(self, reason: str, exit_code: int) -> list[RunDir]:
+        """Write the error envelope (reason, exit code) of every run this command began and did not finish."""
+        failed = [run for run in self.open_runs if run.fail(reason, exit_code) is not None]
+        self.open_runs.clear()
+        return failed
 
     def runner(self, run: RunDir | None, dry_run: bool = False) -> Runner:
         return Runner(run, dry_run=dry_run)
@@ -50,20 +64,17 @@ class App:
 
 
 def finish(app: App, run: RunDir, command: str, results: dict, human: list[str],
-           outcome: Outcome) -> int:
-    """Write results.json and the manifest, print, and return the exit code."""
-    results = {"command": command, "argv": app.argv, "finished": utc_stamp(),
-               "outcome": outcome.value, "run_dir": str(run.path), **results}
-    run.write_results(results)
-    run.finalize()
-    app.emit(results, human + [f"evidence: {run.path}"])
+           outcome: Outcome, reason: str = "") -> int:
+    """The library writes results.json (envelope + results) and the manifest; print; return the exit code."""
+    written = run.finish(outcome, results, reason=reason, command=command)
+    app.emit(written, human + [f"evidence: {run.path}"])
     return outcome.exit_code
 
 
 def finish_verdict(app: App, run: RunDir, command: str, verdict: Verdict, extra: dict,
                    human: list[str]) -> int:
     return finish(app, run, command, {"verdict": verdict.to_dict(), **extra},
-                  human + verdict.lines(), verdict.outcome)
+                  human + verdict.lines(), verdict.outcome, reason=verdict.reason)
 
 
 pass_app = click.make_pass_decorator(App)

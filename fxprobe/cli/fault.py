@@ -8,7 +8,7 @@ from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.faults import engine
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, scenario_names
-from fxprobe.core.verdict import Outcome, format_number
+from fxprobe.core.verdict import Criterion, Outcome, format_number
 
 VERDICT_OUTCOME = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
 
@@ -50,7 +50,8 @@ def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
     options = engine.Options(lab=lab, dry_run=bool(dry_run),
                              yes=dry_run is False, allow=tuple(allow), allow_visible=allow_visible,
                              progress=app.progress)
-    run_dir = app.new_run(f"fault-{loaded.name}")
+    run_dir = app.new_run("fault run", folder=f"fault-{loaded.name}")
+    run_dir.note(dry_run=options.dry_run, plan={"scenario": loaded.name, "kind": loaded.kind})
     runner = app.runner(run_dir)
     plan = engine.build_plan(loaded, runner, options)
     if options.dry_run:
@@ -60,10 +61,7 @@ def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
     results = engine.execute(plan, run_dir, Journal.default(), options)
     human = [f"{loaded.name}: {results['verdict'].upper()}"
              + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
-    from fxprobe.core.verdict import Criterion
-    for c in results["criteria"]:
-        human.append("  " + Criterion(**{k: v for k, v in c.items() if k != "margin"} |
-                                      {"outcome": Outcome(c["outcome"])}).line())
+    human += ["  " + Criterion.from_dict(c).line() for c in results["criteria"]]
     impact = results["impact"]
     if impact["recover_s"] is not None:
         human.append(f"  time to recover after restore: {format_number(impact['recover_s'], 's')}")
@@ -83,7 +81,7 @@ def restore(app: App):
     """Undo faults left behind by a crashed or killed run (from the restore journal)."""
     journal = Journal.default()
     entries = journal.entries()
-    run_dir = app.new_run("fault-restore")
+    run_dir = app.new_run("fault restore", folder="fault-restore")
     done = engine.replay_journal(journal, app.runner(run_dir), app.progress)
     human = [f"restored: {line}" for line in done] or [f"nothing to restore ({journal.path} has no open entry)"]
     return finish(app, run_dir, "fault restore", {"entries": entries, "restored": done}, human, Outcome.PASS)

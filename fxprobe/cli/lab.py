@@ -47,7 +47,7 @@ def up(app: App, name, drives, raid, raid_drives, hosts, links, transport, link_
     if native:
         from fxprobe.lab.native import NativeSpec, native_up
         spec = NativeSpec(name=name, drives=drives, raid=raid, port=port_base or 4420).validate()
-        run = app.new_run("lab-up")
+        run = app.new_run("lab up", folder="lab-up")
         state = native_up(spec, app.runner(run), app.progress)
         human = [f"native lab {name}: {state['level']} over {len(state['devices'])} {state['source']} devices, "
                  f"{state['nqn']} on 127.0.0.1:{state['port']} ({state.get('connected_as') or 'not connected'})"]
@@ -57,7 +57,7 @@ def up(app: App, name, drives, raid, raid_drives, hosts, links, transport, link_
     spec = LabSpec(name=name, drives=drives, raid=raid, raid_drives=raid_drives, hosts=hosts, links=links,
                    transport=transport, link_speed=link_speed, drive_mb=drive_mb, port_base=port_base,
                    accel=accel, connect=not no_connect).validate()
-    run = app.new_run("lab-up")
+    run = app.new_run("lab up", folder="lab-up")
     handle = Lab.up(spec, app.runner(run), app.progress)
     guests = ", ".join(f"{g} ssh 127.0.0.1:{v.ssh_port}" for g, v in handle.state.guests.items())
     human = [f"lab {name} is up in {handle.state.timings['ready_s']} s ({handle.state.accel}): {guests}",
@@ -76,11 +76,11 @@ def status(app: App, name, native):
     """Guests, drives (slot, serial, state), RAID, links and NVMe paths."""
     if native:
         from fxprobe.lab.native import native_status
-        run = app.new_run("lab-status")
+        run = app.new_run("lab status", folder="lab-status")
         data = native_status(name, app.runner(run))
         return finish(app, run, "lab status", {"native": data}, [str(data.get("mdstat", ""))], Outcome.PASS)
     from fxprobe.lab.vm import Lab
-    run = app.new_run("lab-status")
+    run = app.new_run("lab status", folder="lab-status")
     handle = Lab.load(name, app.runner(run))
     data = handle.status()
     human = [f"lab {name} ({data['accel']}, kernel {data['kernel']})"]
@@ -115,14 +115,17 @@ def status(app: App, name, native):
 def exec_(app: App, name, timeout, guest, argv):
     """Run ARGV in GUEST (array, host, host1...); prints its output, exits with its code."""
     from fxprobe.lab.vm import Lab
-    run = app.new_run("lab-exec")
+    run = app.new_run("lab exec", folder="lab-exec")
     handle = Lab.load(name, app.runner(run))
     result = handle.exec(guest, list(argv), timeout=timeout)
+    outcome = Outcome.PASS if result.returncode == 0 else Outcome.ERROR
+    written = run.finish(outcome, {"guest": guest, "guest_argv": list(argv), "guest_exit_code": result.returncode,
+                                   **({"stdout": result.stdout, "stderr": result.stderr} if app.json_output else {})},
+                         reason="" if result.returncode == 0 else f"exit {result.returncode} in {guest}",
+                         exit_code=result.returncode)
     if app.json_output:
-        finish(app, run, "lab exec", {"guest": guest, "argv": list(argv), "exit_code": result.returncode,
-                                      "stdout": result.stdout, "stderr": result.stderr}, [], Outcome.PASS)
+        app.emit(written, [])
     else:
-        run.finalize()
         sys.stdout.write(result.stdout)
         sys.stderr.write(result.stderr)
     if result.timed_out:
@@ -136,7 +139,7 @@ def exec_(app: App, name, timeout, guest, argv):
 @pass_app
 def down(app: App, name, native):
     """Stop the guests and remove every process, socket and file of the lab."""
-    run = app.new_run("lab-down")
+    run = app.new_run("lab down", folder="lab-down")
     if native:
         from fxprobe.lab.native import native_down
         done = native_down(name, app.runner(run))
@@ -156,7 +159,7 @@ def down(app: App, name, native):
 def add_export(app: App, name, level, slots, export_name, no_connect):
     """Build md LEVEL over free drive SLOTS and export it as a second subsystem (no reboot)."""
     from fxprobe.lab.vm import Lab
-    run = app.new_run("lab-add-export")
+    run = app.new_run("lab add-export", folder="lab-add-export")
     export = Lab.load(name, app.runner(run)).add_export(level, list(slots), export_name, not no_connect)
     return finish(app, run, "lab add-export", {"export": export.model_dump(mode="json")},
                   [f"export {export.nqn}: {level} over slots {', '.join(map(str, slots))}"], Outcome.PASS)
@@ -169,7 +172,7 @@ def fault():
 
 def _fault(app: App, name: str, action: str, call) -> int:
     from fxprobe.lab.vm import Lab
-    run = app.new_run(f"lab-fault-{action}")
+    run = app.new_run(f"lab fault {action}", folder=f"lab-fault-{action}")
     result = call(Lab.load(name, app.runner(run)))
     return finish(app, run, f"lab fault {action}", {"fault": {"action": action, **result}},
                   [f"{action}: " + ", ".join(f"{k}={v}" for k, v in result.items())], Outcome.PASS)

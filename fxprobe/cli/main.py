@@ -12,6 +12,7 @@ import click
 from fxprobe import __version__
 from fxprobe.cli.app import App
 from fxprobe.core.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
+from fxprobe.core.rundir import EXIT_INTERRUPTED
 
 # Each entry: command name -> (module, attribute). Commands register here and nowhere else;
 # a module is imported only when its command runs (or for --help), so a node starts fast.
@@ -72,38 +73,43 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, run_dir, runs_base, json_output, verbose, quiet):
     """Characterize an NVMe-oF array for LLM KV cache and judge acceptance gates G1-G4."""
-    argv = ctx.obj if isinstance(ctx.obj, list) else list(sys.argv)   # main() passes the real command line
-    app = App(json_output=json_output, verbosity=verbose - quiet, run_dir=run_dir, argv=argv)
+    app = ctx.obj if isinstance(ctx.obj, App) else App()   # main() passes one holding the real command line
+    app.json_output, app.verbosity, app.run_dir = json_output, verbose - quiet, run_dir
     if runs_base is not None:
         app.runs_base = runs_base
     ctx.obj = app
+
+
+def _failed(app: App, reason: str, code: int, suffix: str = "") -> int:
+    """One line for the person; the same reason and exit code recorded as the error outcome of the runs begun."""
+    failed = app.fail_open_runs(reason, code)
+    where = f" [evidence, outcome error: {', '.join(str(run.path) for run in failed)}]" if failed else ""
+    click.echo(f"fxprobe: {reason}{suffix}{where}", err=True)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every error becomes one line and an exit code (0-4)."""
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in args)
+    app = App(argv=["fxprobe", *args])
     try:
-        code = cli.main(args=args, prog_name="fxprobe", standalone_mode=False, obj=["fxprobe", *args])
-    except click.exceptions.Abort:
-        click.echo("fxprobe: interrupted", err=True)
-        code = 130
+        code = cli.main(args=args, prog_name="fxprobe", standalone_mode=False, obj=app)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        code = _failed(app, "interrupted", EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         code = EXIT_USAGE if exc.exit_code == 2 else exc.exit_code
+        app.fail_open_runs(exc.format_message(), code)
     except FxprobeError as exc:
         if verbose:
             traceback.print_exc()
-        click.echo(f"fxprobe: {exc}", err=True)
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        click.echo("fxprobe: interrupted", err=True)
-        code = 130
+        code = _failed(app, str(exc), exc.exit_code)
     except Exception as exc:  # the last line of defence: still no traceback unless -v
         if verbose:
             traceback.print_exc()
-        click.echo(f"fxprobe: internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)", err=True)
-        code = EXIT_ERROR
+        code = _failed(app, f"internal error: {type(exc).__name__}: {exc}", EXIT_ERROR,
+                       " (run with -v for the traceback)")
     if code is None:
         code = 0
     if argv is None:

@@ -27,7 +27,7 @@ def pattern() -> None:
 @pass_app
 def capture(app: App, device: str, seconds: float, interval: float, method: str) -> int:
     """Request sizes, read/write mix, queue depth and sequentiality of DEVICE for N seconds."""
-    run = app.new_run("pattern-capture")
+    run = app.new_run("pattern capture", folder="pattern-capture")
     summary = pattern_lib.capture(device, seconds, runner=app.runner(run), method=method, interval=interval)
     return finish(app, run, "pattern capture", {"pattern": summary.to_dict()}, summary.lines(), Outcome.PASS)
 
@@ -48,7 +48,7 @@ def compare(app: App, capture_dir: Path, run_dir: Path) -> int:
     captured = _results(capture_dir, "pattern", "`fxprobe pattern capture`")
     workload = _results(run_dir, "workload", "`fxprobe run`")
     differences = pattern_lib.compare(captured, workload)
-    run = app.new_run("pattern-compare")
+    run = app.new_run("pattern compare", folder="pattern-compare")
     lines = [f"capture {capture_dir} beside run of {workload['profile']} ({run_dir})"] + [d.line() for d in differences]
     outcome = Outcome.PASS if all(d.same for d in differences) else Outcome.FAIL
     return finish(app, run, "pattern compare", {"differences": [d.to_dict() for d in differences],

@@ -108,6 +108,7 @@ def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_va
         plan.check.require_safe()   # a refused target still exits 2, after showing why
         return 0
     run_dir = app.new_run("run")
+    run_dir.note(workload={"profile": name, "nodes": [n.name for n in args["nodes"]] if args["nodes"] else ["local"]})
     result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
                                   ceiling_bps=ceiling_value, **args)
     verdict = run_verdict(result)

@@ -44,6 +44,7 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
         if duration is not None and soak_lib.parse_duration(duration) != config.planned_s:
             raise BadInput(f"--duration {duration!r} differs from the resumed soak's {config.planned_s:g} s",
                            hint="leave it out: --resume takes it from the run")
+        app.resume_run(run, "soak")
         summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state).resume()
     else:
         if not profile:

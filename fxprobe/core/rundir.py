@@ -6,7 +6,10 @@ Layout::
         commands.jsonl     one JSON record per subprocess (argv, host, cwd, env,
                            start/end UTC ms, exit code, stdout/stderr file names)
         raw/               stdout/stderr of each subprocess, tool outputs, logs
-        results.json       the parsed results and verdicts of the command
+        results.json       the envelope (schema_version, command, argv, started, finished, outcome,
+                           reason, exit_code, run_dir) and the command's own results beside it;
+                           written "error / did not finish" when the command starts, so a run
+                           killed or crashed half way is still evidence (see :meth:`RunDir.begin`)
         environment.json   what was known about the machine (preflight data)
         manifest.json      SHA-256 and size of every other file
 """
@@ -19,15 +22,23 @@ import json
 import os
 import re
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from fxprobe.core.errors import BadInput
+from fxprobe.core.errors import EXIT_ERROR, BadInput, FxprobeError
+from fxprobe.core.verdict import Outcome
 
 MANIFEST = "manifest.json"
 COMMANDS = "commands.jsonl"
 RESULTS = "results.json"
 ENVIRONMENT = "environment.json"
+
+SCHEMA_VERSION = 1
+ENVELOPE_KEYS = ("schema_version", "command", "argv", "started", "finished", "outcome", "reason", "exit_code",
+                 "run_dir")
+DID_NOT_FINISH = "the command did not finish (killed, crashed or still running): no result was recorded"
+EXIT_INTERRUPTED = 130
 
 
 def utc_now() -> dt.datetime:
@@ -70,6 +81,9 @@ class RunDir:
         self.raw = self.path / "raw"
         self._lock = threading.Lock()
         self._seq = 0
+        self._envelope: dict | None = None      # set by begin(); None: nothing recorded by this process
+        self._known: dict = {}                   # fields known before the end (note()), kept in every envelope
+        self.finished = False
 
     @classmethod
     def create(cls, base: Path, command: str) -> "RunDir":
@@ -79,6 +93,20 @@ class RunDir:
         (path / "raw").mkdir(parents=True, exist_ok=False)
         run = cls(path)
         return run
+
+    @classmethod
+    def start(cls, command: str, argv: list[str], *, base: Path | None = None, path: Path | None = None,
+              folder: str | None = None) -> "RunDir":
+        """A new run directory (``base/<UTC time>-<folder or command>/``, or exactly ``path``) that has begun."""
+        if path is not None:
+            path = Path(path)
+            if path.exists() and not path.is_dir():
+                raise BadInput(f"--run-dir {path}: exists and is not a folder", hint="choose a folder path")
+            (path / "raw").mkdir(parents=True, exist_ok=True)
+            run = cls(path)
+        else:
+            run = cls.create(Path(base if base is not None else "runs"), folder or command)
+        return run.begin(command, argv)
 
     @classmethod
     def open(cls, path: Path) -> "RunDir":
@@ -92,6 +120,82 @@ class RunDir:
         run = cls(path)
         run._seq = sum(1 for _ in run.commands())
         return run
+
+    # -- the envelope: every results.json is written here ----------------------------
+    def begin(self, command: str, argv: list[str]) -> "RunDir":
+        """Record that ``command`` started: results.json says error / did not finish until finish() or fail().
+
+        Begun again (``soak --resume``), the run keeps its first ``started`` and lists each restart in
+        ``resumed``."""
+        earlier = self._earlier_envelope()
+        self._envelope = {"schema_version": SCHEMA_VERSION, "command": command, "argv": [str(a) for a in argv],
+                          "started": earlier.get("started") or utc_stamp(), "run_dir": str(self.path)}
+        if earlier:
+            self._known["resumed"] = [*earlier.get("resumed", []), utc_stamp()]
+        self._write_envelope(Outcome.ERROR, {}, DID_NOT_FINISH, None)
+        return self
+
+    def note(self, **fields: Any) -> None:
+        """Fields known early (a fault's plan, a workload's nodes) that every envelope keeps, also an error's,
+        so a gate can tell which criteria a failed run fed."""
+        self._check_keys(fields)
+        self._known.update(fields)
+        if self._envelope is not None and not self.finished:
+            self._write_envelope(Outcome.ERROR, {}, DID_NOT_FINISH, None)
+
+    def finish(self, outcome: Outcome, results: dict, *, reason: str = "", command: str | None = None,
+               exit_code: int | None = None) -> dict:
+        """Write the final results.json (envelope + ``results``) and the manifest; returns what was written."""
+        if self._envelope is None:
+            raise RuntimeError(f"{self.path}: finish() before begin()")
+        self._check_keys(results)
+        if command is not None:
+            self._envelope["command"] = command
+        data = self._write_envelope(Outcome(outcome), results, reason,
+                                    outcome.exit_code if exit_code is None else exit_code)
+        self.finished = True
+        self.finalize()
+        return data
+
+    def fail(self, reason: str, exit_code: int = EXIT_ERROR) -> dict | None:
+        """Record outcome "error" with the reason and exit code (no-op once finished, or before begin())."""
+        if self._envelope is None or self.finished:
+            return None
+        return self.finish(Outcome.ERROR, {}, reason=reason or DID_NOT_FINISH, exit_code=exit_code)
+
+    @contextmanager
+    def recording(self) -> Iterator["RunDir"]:
+        """Any exception inside becomes this run's error envelope (reason, exit code), then propagates."""
+        try:
+            yield self
+        except FxprobeError as exc:
+            self.fail(str(exc), exc.exit_code)
+            raise
+        except KeyboardInterrupt:
+            self.fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+            raise
+        except Exception as exc:
+            self.fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_ERROR)
+            raise
+
+    def _earlier_envelope(self) -> dict:
+        try:
+            data = json.loads((self.path / RESULTS).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) and isinstance(data.get("started"), str) else {}
+
+    @staticmethod
+    def _check_keys(fields: dict) -> None:
+        clash = [key for key in fields if key in ENVELOPE_KEYS]
+        if clash:
+            raise ValueError(f"results may not set envelope keys {clash}")
+
+    def _write_envelope(self, outcome: Outcome, results: dict, reason: str, exit_code: int | None) -> dict:
+        data = {**self._envelope, "finished": utc_stamp() if exit_code is not None else None,
+                "outcome": outcome.value, "reason": reason, "exit_code": exit_code, **self._known, **results}
+        self.write_results(data)
+        return data
 
     # -- writing ---------------------------------------------------------
     def next_name(self, label: str) -> str:

@@ -68,6 +68,7 @@ class Criterion:
     unit: str = ""
     detail: str = ""
     evidence: str = ""
+    missing: str = ""        # not run because this run is not among the evidence ("no soak run among the evidence")
 
     @classmethod
     def compare(cls, name: str, measured: float | int | None, comparator: str,
@@ -105,6 +106,18 @@ class Criterion:
         data["margin"] = self.margin
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Criterion":
+        """The inverse of :meth:`to_dict` (the one way a recorded criterion is read back); an unknown
+        outcome reads as error, derived keys (margin) are recomputed, not trusted."""
+        try:
+            outcome = Outcome(data.get("outcome", "error"))
+        except ValueError:
+            outcome = Outcome.ERROR
+        text = {key: data.get(key) if isinstance(data.get(key), str) else "" for key in
+                ("comparator", "unit", "detail", "evidence", "missing")}
+        return cls(str(data.get("name", "?")), outcome, data.get("measured"), data.get("threshold"), **text)
+
 
 def combine(outcomes: list[Outcome]) -> Outcome:
     """Error beats fail beats not-run beats pass; no criteria at all is not run."""
@@ -135,3 +148,11 @@ class Verdict:
     def to_dict(self) -> dict:
         return {"name": self.name, "outcome": self.outcome.value, "reason": self.reason,
                 "criteria": [c.to_dict() for c in self.criteria]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Verdict":
+        """The inverse of :meth:`to_dict`; the outcome is recomputed from the criteria read back."""
+        criteria = data.get("criteria") if isinstance(data.get("criteria"), list) else []
+        reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
+        return cls(str(data.get("name", "?")),
+                   tuple(Criterion.from_dict(c) for c in criteria if isinstance(c, dict)), reason)

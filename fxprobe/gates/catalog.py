@@ -30,7 +30,7 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
 from __future__ import annotations
 
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement
+from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
 from fxprobe.core.verdict import Criterion, Outcome
 
@@ -55,11 +55,12 @@ def baseline_deviation_criteria(evidence: Evidence, config: GateConfig) -> list[
     tolerance = config.get("g2", "baseline_tolerance_pct")
     runs = evidence.matching(BASELINE)
     if not runs:
-        return [Criterion("baseline within reference", Outcome.NOT_RUN, None, tolerance, "<=", "%",
-                          f"no {BASELINE.name} among the evidence; run `{BASELINE.produce}` and pass its "
-                          "run directory with --evidence")]
+        return [BASELINE.absent("baseline within reference", tolerance, "<=", "%")]
     criteria = []
     for run in runs:
+        if run.errored:
+            criteria.append(errored("baseline within reference", run, tolerance, "<=", "%"))
+            continue
         table = run.get("baseline_comparison")
         if not isinstance(table, dict) or not table:
             criteria.append(Criterion("baseline within reference", Outcome.ERROR, detail=

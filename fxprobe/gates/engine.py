@@ -7,10 +7,17 @@ threshold key in :class:`~fxprobe.gates.config.GateConfig`. The engine turns eve
 check into a :class:`~fxprobe.core.verdict.Criterion`:
 
 * no matching run among the evidence -> ``not run``, naming the missing run and the
-  command that makes it;
+  command that makes it (:func:`absent`, the one place that sentence is written);
+* the run ended in error (its envelope's outcome ``error``: a failed, crashed or killed command)
+  -> ``error`` with the run's reason and exit code, whatever figures it left; an errored run
+  counts for every requirement its command could have fed (a field it did not get to write
+  does not exclude it);
 * the run exists but did not run (its own outcome ``not run``) -> ``not run`` + its reason;
 * the run lacks the field, or the value is not a number -> ``error``;
 * otherwise ``pass``/``fail`` with measured, threshold, margin and the evidence file.
+
+A folder given as evidence without a ``results.json`` (a command killed before it began) is
+an ``error`` criterion in every gate: nobody can say which criteria it would have fed.
 
 A check applies to *every* matching run (G1: every array must pass its self-test).
 """
@@ -76,6 +83,17 @@ class RunRecord:
     def evidence(self) -> str:
         return str(self.path / RESULTS)
 
+    @property
+    def errored(self) -> bool:
+        return self.outcome == Outcome.ERROR.value
+
+    def error_reason(self) -> str:
+        """Why the run ended in error, as its envelope says (reason, exit code)."""
+        reason = self.results.get("reason")
+        reason = reason if isinstance(reason, str) and reason else "the run's outcome is error"
+        code = self.results.get("exit_code")
+        return f"{self.path.name}: {reason}" + (f" (exit {code})" if isinstance(code, int) else "")
+
     def get(self, dotted: str, default: Any = MISSING) -> Any:
         return lookup(self.results, dotted, default)
 
@@ -83,14 +101,23 @@ class RunRecord:
 @dataclass(frozen=True)
 class Evidence:
     runs: tuple[RunRecord, ...] = ()
+    unfinished: tuple[Path, ...] = ()      # run folders without results.json: began nothing we can read
 
     @classmethod
     def from_paths(cls, paths: Iterable[Path]) -> "Evidence":
-        runs = []
+        runs, unfinished = [], []
         for path in paths:
             run = RunDir.open(Path(path))
+            if not (run.path / RESULTS).exists():
+                unfinished.append(run.path)
+                continue
             runs.append(RunRecord(run.path, run.results()))
-        return cls(tuple(runs))
+        return cls(tuple(runs), tuple(unfinished))
+
+    def unfinished_criteria(self) -> list[Criterion]:
+        return [Criterion(f"evidence {path.name} readable", Outcome.ERROR, detail=f"{path}: no {RESULTS} (the "
+                          "command was killed before it began); it may have fed any criterion: run it again",
+                          evidence=str(path)) for path in self.unfinished]
 
     def matching(self, requirement: "Requirement") -> list[RunRecord]:
         return [run for run in self.runs if requirement.matches(run)]
@@ -125,13 +152,36 @@ class Requirement:
             return False
         if any(run.get(key) == value for key, value in self.unless):
             return False
+        unknown = run.errored       # an errored run that never wrote a narrowing field may have fed this check
         for key, least in self.at_least:
             value = run.get(key, None)
+            if value is None and unknown:
+                continue
             size = len(value) if isinstance(value, (list, tuple)) else value
             if not isinstance(size, (int, float)) or isinstance(size, bool) or size < least:
                 return False
-        return all(run.get(key) in value if isinstance(value, tuple) else run.get(key) == value
+        return all((unknown and run.get(key) is MISSING)
+                   or (run.get(key) in value if isinstance(value, tuple) else run.get(key) == value)
                    for key, value in self.where)
+
+    def absent(self, name: str, threshold: Any = None, comparator: str = "", unit: str = "") -> Criterion:
+        """The one "not run" criterion for a check whose run is not among the evidence."""
+        return Criterion(name, Outcome.NOT_RUN, None, threshold, comparator, unit,
+                         f"{self.missing()}; run `{self.produce}` and pass its run directory with --evidence",
+                         missing=self.missing())
+
+    def missing(self) -> str:
+        return f"no {self.name} among the evidence"
+
+
+def missing_reason(criteria: Iterable[Criterion]) -> str:
+    """A gate's reason: every distinct missing run, once ("no soak run among the evidence; ...")."""
+    return "; ".join(sorted({c.missing for c in criteria if c.missing and c.outcome is Outcome.NOT_RUN}))
+
+
+def errored(name: str, run: RunRecord, threshold: Any = None, comparator: str = "", unit: str = "") -> Criterion:
+    """The criterion of a check whose run ended in error: ERROR with the run's own reason."""
+    return Criterion(name, Outcome.ERROR, None, threshold, comparator, unit, run.error_reason(), run.evidence)
 
 
 @dataclass(frozen=True)
@@ -156,13 +206,14 @@ class Check:
         threshold = config.get(gate, self.threshold)
         runs = evidence.matching(self.requirement)
         if not runs:
-            return [Criterion(self.name, Outcome.NOT_RUN, None, threshold, self.comparator, self.unit,
-                              f"no {self.requirement.name} among the evidence; run "
-                              f"`{self.requirement.produce}` and pass its run directory with --evidence")]
+            return [self.requirement.absent(self.name, threshold, self.comparator, self.unit)]
         criteria = []
         for run in runs:
             name = self.name if len(runs) == 1 else f"{self.name} [{run.path.name}]"
-            criteria.append(self._one(name, run, threshold))
+            if run.errored:
+                criteria.append(errored(name, run, threshold, self.comparator, self.unit))
+            else:
+                criteria.append(self._one(name, run, threshold))
         return criteria
 
     def _value(self, run: RunRecord, dotted: str) -> tuple[float | None, str]:
@@ -197,11 +248,10 @@ class Check:
             else:
                 value = None
         if value is None:
-            if run.outcome in (Outcome.NOT_RUN.value, Outcome.ERROR.value):
+            if run.outcome == Outcome.NOT_RUN.value:
                 reason = run.results.get("reason") or lookup(run.results, "verdict.reason")
                 reason = reason if isinstance(reason, str) and reason else f"the run's outcome is {run.outcome}"
-                outcome = Outcome.NOT_RUN if run.outcome == Outcome.NOT_RUN.value else Outcome.ERROR
-                return Criterion(name, outcome, None, threshold, self.comparator, self.unit,
+                return Criterion(name, Outcome.NOT_RUN, None, threshold, self.comparator, self.unit,
                                  f"{run.path.name}: {reason}", run.evidence)
             return Criterion(name, Outcome.ERROR, None, threshold, self.comparator, self.unit,
                              problem, run.evidence)
@@ -228,12 +278,13 @@ class OutcomeCheck:
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
         runs = evidence.matching(self.requirement)
         if not runs:
-            return [Criterion(self.name, Outcome.NOT_RUN, None, "pass", "==", "",
-                              f"no {self.requirement.name} among the evidence; run "
-                              f"`{self.requirement.produce}` and pass its run directory with --evidence")]
+            return [self.requirement.absent(self.name, "pass", "==")]
         criteria = []
         for run in runs:
             name = self.name if len(runs) == 1 else f"{self.name} [{run.path.name}]"
+            if run.errored:
+                criteria.append(errored(name, run, "pass", "=="))
+                continue
             try:
                 outcome = Outcome(run.outcome)
             except ValueError:
@@ -264,10 +315,8 @@ class Gate:
             criteria += check.evaluate(self.key, evidence, config)
         for extra in self.extras:
             criteria += extra(evidence, config)
-        missing = sorted({c.detail.split(";")[0] for c in criteria
-                          if c.outcome is Outcome.NOT_RUN and c.detail.startswith("no ")})
-        reason = "; ".join(missing)
-        return Verdict(f"{self.key.upper()} {self.title}", tuple(criteria), reason)
+        criteria += evidence.unfinished_criteria()
+        return Verdict(f"{self.key.upper()} {self.title}", tuple(criteria), missing_reason(criteria))
 
 
 # -- presentation -------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from pathlib import Path
 from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Requirement
+from fxprobe.gates.engine import Check, Evidence, Requirement, errored, missing_reason
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
 
@@ -38,6 +38,8 @@ TTFT_KEYS = ("p50", "p90", "p99")
 MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --nodes host1,...,host8 (a read profile)",
                          commands=("run",), where=(("workload.direction", "read"),),
                          at_least=(("workload.nodes", 2),))
+BENCHMARKS = Requirement("G3 benchmark comparison", "fxprobe gate g3 --candidate FILE --baseline FILE",
+                         commands=("gate g3",), has_field="g3.comparisons")
 MULTI_NODE_CHECKS = (
     Check("multi-node read-back vs NIC ceiling", MULTI_NODE, "workload.fraction_of_ceiling", ">=",
           "nic_ceiling_min_pct", unit="%", scale=100.0,
@@ -215,13 +217,16 @@ def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config
 
 def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
     """Benchmark criteria re-derived from ``gate g3`` runs among the evidence (current thresholds)."""
-    runs = [run for run in evidence.runs if isinstance(run.get("g3.comparisons"), list)]
+    runs = evidence.matching(BENCHMARKS)
     if not runs:
-        return [Criterion("TTFT reduction and throughput gain", Outcome.NOT_RUN,
-                          detail="no G3 benchmark comparison among the evidence; run `fxprobe gate g3 "
-                                 "--candidate FILE --baseline FILE` and pass its run directory with --evidence")]
+        return [BENCHMARKS.absent("TTFT reduction and throughput gain")]
     criteria = []
     for run in runs:
+        if run.errored or not isinstance(run.get("g3.comparisons"), list):
+            criteria.append(errored("TTFT reduction and throughput gain", run) if run.errored else
+                            Criterion("G3 benchmark comparison", Outcome.ERROR, detail="g3.comparisons is not a list",
+                                      evidence=run.evidence))
+            continue
         try:
             comparisons = [Comparison.from_dict(d) for d in run.get("g3.comparisons")]
             unpaired = [Unpaired(**d) for d in run.get("g3.unpaired", []) or []]
@@ -284,9 +289,7 @@ def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
         criteria += g3_benchmark_criteria(evidence, config)
     for check in MULTI_NODE_CHECKS:
         criteria += check.evaluate("g3", evidence, config)
-    reason = "; ".join(sorted({c.detail.split(";")[0] for c in criteria
-                               if c.outcome is Outcome.NOT_RUN and c.detail.startswith("no ")}))
-    verdict = Verdict("G3 main joint test", tuple(criteria), reason)
+    verdict = Verdict("G3 main joint test", tuple(criteria), missing_reason(criteria))
     results = {"g3": {"candidates": [r.to_dict() for r in cand], "baselines": [r.to_dict() for r in base],
                       "comparisons": [c.to_dict() for c in comparisons],
                       "unpaired": [u.to_dict() for u in unpaired]}}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxprobe.core.rundir import RunDir
-from fxprobe.core.verdict import Criterion, Outcome, Verdict
+from fxprobe.core.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -53,19 +53,7 @@ class RunView:
         return str(self.results.get("outcome", "?"))
 
 
-def verdict_from_dict(data: dict) -> Verdict:
-    criteria = []
-    for c in data.get("criteria", []):
-        if not isinstance(c, dict):
-            continue
-        try:
-            outcome = Outcome(c.get("outcome", "error"))
-        except ValueError:
-            outcome = Outcome.ERROR
-        criteria.append(Criterion(c.get("name", "?"), outcome, c.get("measured"),
-                                  c.get("threshold"), c.get("comparator", ""), c.get("unit", ""),
-                                  c.get("detail", ""), c.get("evidence", "")))
-    return Verdict(data.get("name", "?"), tuple(criteria), data.get("reason", ""))
+verdict_from_dict = Verdict.from_dict     # one (de)serialization of criteria: fxprobe.core.verdict
 
 
 def read_run(path: Path) -> RunView:

@@ -72,7 +72,7 @@ def load_state(path: Path) -> tuple[RunDir, dict]:
         SoakConfig.from_dict(state["config"])
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise BadInput(f"{state_path}: not a valid soak state ({type(exc).__name__}: {exc})") from None
-    if (run.path / RESULTS).exists():
+    if (run.path / RESULTS).exists() and run.results().get("outcome") != "error":   # error: did not finish
         raise BadInput(f"{path}: this soak has finished already (results.json exists)",
                        hint="start a new soak instead of resuming this one")
     owner = _same_process(state.get("fxprobe_pid"), None, None)
