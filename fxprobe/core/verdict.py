@@ -5,7 +5,9 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field, asdict
-from typing import Any
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from fractions import Fraction
+from typing import Any, Union
 
 from fxprobe.core.errors import EXIT_ERROR, EXIT_FAIL, EXIT_NOT_RUN, EXIT_PASS
 
@@ -33,18 +35,102 @@ _COMPARATORS = {
     "<": lambda m, t: m < t,
     "==": lambda m, t: m == t,
 }
+MAX_EXTRA_PLACES = 24
+
+Number = Union[int, float, Fraction, Decimal]
 
 
-def format_number(value: Any, unit: str = "") -> str:
-    """Enough digits that a borderline value shows (28.9 % is not 29 %)."""
+def exact(value: Any) -> Fraction:
+    """A recorded figure as an exact rational: an int as is, a float as the decimal it is written as in
+    results.json (its shortest repr: 7.53 is 753/100, not the binary double next to it). ValueError for
+    bool, NaN, inf and non-numbers: they are never compared."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, Decimal)):
+        raise ValueError(f"not a number: {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"not a finite number: {value!r}")
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"not a finite number: {value}")
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(Decimal(repr(value)))
+    return Fraction(value)
+
+
+def decide(measured: Number, comparator: str, threshold: Number) -> bool:
+    """THE comparison rule: exact arithmetic on the recorded figures; >= and <= include the threshold."""
+    return _COMPARATORS[comparator](exact(measured), exact(threshold))
+
+
+def decimals_of(value: Fraction) -> int | None:
+    """How many digits after the point write ``value`` exactly; None when no finite number does."""
+    for places in range(0, 40):
+        if (value * 10 ** places).denominator == 1:
+            return places
+    return None
+
+
+def _natural_places(value: Fraction, unit: str) -> int:
+    """The places format_number would show: 1 for percent and for values >= 1000, 3 significant digits
+    below 0.001, else up to 4 with trailing zeros dropped."""
+    size = abs(value)
+    if unit == "%" or size >= 1000:
+        return 1 if value.denominator != 1 or unit == "%" else 0
+    if value.denominator == 1:
+        return 0
+    if size < Fraction(1, 1000):
+        return max(0, 2 - math.floor(math.log10(size)))
+    text = f"{Decimal(value.numerator) / Decimal(value.denominator):.4f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def rounded(value: Fraction, places: int) -> Decimal:
+    """``value`` to ``places`` digits after the point, half to even (the digits printed)."""
+    with localcontext() as context:
+        context.prec = 120
+        context.rounding = ROUND_HALF_EVEN
+        whole, rest = divmod(value.numerator, value.denominator)
+        fraction = Decimal(rest) / Decimal(value.denominator)      # < 1: 120 digits are exact enough to round
+        return (Decimal(whole) + fraction).quantize(Decimal(1).scaleb(-places))
+
+
+def deciding_places(measured: Number, comparator: str, threshold: Number, unit: str = "") -> int:
+    """The fewest places (at least the usual ones, at least the threshold's own) at which the PRINTED
+    measured value, compared with the printed threshold, gives the same outcome as the exact value, and
+    prints equal to the threshold only when it is equal: "28.998 %" never shows as "29.0 %"."""
+    m, t = exact(measured), exact(threshold)
+    start = max(_natural_places(m, unit), decimals_of(t) or 0, _natural_places(t, unit))
+    truth = _COMPARATORS[comparator](m, t)
+    for places in range(start, start + MAX_EXTRA_PLACES):
+        shown = Fraction(rounded(m, places))
+        if _COMPARATORS[comparator](shown, t) == truth and (shown != t or m == t):
+            return places
+    return start + MAX_EXTRA_PLACES
+
+
+def format_fixed(value: Number, places: int, unit: str = "") -> str:
+    """``value`` with exactly ``places`` digits after the point (thousands grouped from 10,000 on)."""
+    shown = rounded(exact(value), places)
+    if shown == 0:
+        shown = abs(shown)             # never "-0.0"
+    text = f"{shown:,.{places}f}" if abs(shown) >= 10000 else f"{shown:.{places}f}"
+    return f"{text} {unit}" if unit else text
+
+
+def format_number(value: Any, unit: str = "", places: int | None = None) -> str:
+    """Enough digits that a borderline value shows (28.9 % is not 29 %); ``places`` fixes the digits."""
     if value is None:
         return "-"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, Decimal)):
         text = str(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = str(value)
+    elif places is not None:
+        return format_fixed(value, places, unit)
     elif isinstance(value, int):
         text = f"{value:,}" if abs(value) >= 10000 else str(value)
-    elif not math.isfinite(value):
-        text = str(value)
+    elif not isinstance(value, float):
+        return format_fixed(value, _natural_places(exact(value), unit), unit)
     elif unit == "%":
         text = f"{value:.1f}"
     elif abs(value) >= 1000:
@@ -56,9 +142,21 @@ def format_number(value: Any, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+def _recorded(value: Number) -> int | float:
+    """What goes into results.json: an int stays an int, anything else the nearest float."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Criterion:
-    """One measurable condition: name, measured value, comparator, threshold."""
+    """One measurable condition: name, measured value, comparator, threshold.
+
+    ``places``: the digits after the point measured, threshold and margin are printed with, chosen by
+    :func:`deciding_places` so that the printed numbers alone decide the outcome."""
 
     name: str
     outcome: Outcome
@@ -69,32 +167,66 @@ class Criterion:
     detail: str = ""
     evidence: str = ""
     missing: str = ""        # not run because this run is not among the evidence ("no soak run among the evidence")
+    places: int | None = None
 
     @classmethod
-    def compare(cls, name: str, measured: float | int | None, comparator: str,
-                threshold: float | int, *, unit: str = "", detail: str = "",
+    def compare(cls, name: str, measured: Number | None, comparator: str,
+                threshold: Number, *, unit: str = "", detail: str = "",
                 evidence: str = "") -> "Criterion":
+        """Judged by :func:`decide` (exact, inclusive); NaN/inf/non-numbers are an error, never judged."""
         if measured is None:
-            return cls(name, Outcome.NOT_RUN, None, threshold, comparator, unit,
+            return cls(name, Outcome.NOT_RUN, None, _recorded_or(threshold), comparator, unit,
                        detail or "no measurement", evidence)
-        ok = _COMPARATORS[comparator](measured, threshold)
-        return cls(name, Outcome.PASS if ok else Outcome.FAIL, measured, threshold,
-                   comparator, unit, detail, evidence)
+        try:
+            ok = decide(measured, comparator, threshold)
+            places = deciding_places(measured, comparator, threshold, unit)
+        except ValueError as exc:
+            return cls(name, Outcome.ERROR, measured if isinstance(measured, (int, float, str)) else str(measured),
+                       _recorded_or(threshold), comparator, unit,
+                       "; ".join(filter(None, [f"cannot compare ({exc})", detail])), evidence)
+        return cls(name, Outcome.PASS if ok else Outcome.FAIL, _recorded(measured), _recorded_or(threshold),
+                   comparator, unit, detail, evidence, places=places)
+
+    def _numeric(self) -> bool:
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (self.measured, self.threshold)) \
+            and all(math.isfinite(v) for v in (self.measured, self.threshold))
+
+    def _margin_exact(self) -> Fraction | None:
+        """Printed measured minus printed threshold (signed so that >= 0 is on the passing side)."""
+        if not self._numeric() or self.comparator not in (">=", ">", "<=", "<"):
+            return None
+        sign = 1 if self.comparator.startswith(">") else -1
+        measured = exact(self.measured)
+        if self.places is not None:
+            measured = Fraction(rounded(measured, self.places))
+        return sign * (measured - exact(self.threshold))
 
     @property
     def margin(self) -> float | None:
-        if isinstance(self.measured, (int, float)) and isinstance(self.threshold, (int, float)) \
-                and not isinstance(self.measured, bool) and self.comparator in (">=", ">", "<=", "<"):
-            sign = 1 if self.comparator.startswith(">") else -1
-            return sign * (self.measured - self.threshold)
-        return None
+        margin = self._margin_exact()
+        return None if margin is None else float(margin)
+
+    def measured_text(self) -> str:
+        return format_number(self.measured, self.unit, self.places if self._numeric() else None)
+
+    def threshold_text(self) -> str:
+        if not self._numeric():
+            return format_number(self.threshold, self.unit)
+        threshold = exact(self.threshold)       # every digit it has, never rounded ("28.95 %" stays)
+        return format_fixed(threshold, max(_natural_places(threshold, self.unit), decimals_of(threshold) or 0), self.unit)
+
+    def margin_text(self) -> str:
+        margin = self._margin_exact()
+        if margin is None:
+            return ""
+        return format_number(margin if self.places is not None else float(margin), self.unit, self.places)
 
     def line(self) -> str:
-        text = f"{self.outcome.value.upper():7} {self.name}: {format_number(self.measured, self.unit)}"
+        text = f"{self.outcome.value.upper():7} {self.name}: {self.measured_text()}"
         if self.comparator:
-            text += f" (need {self.comparator} {format_number(self.threshold, self.unit)}"
-            if self.margin is not None:
-                text += f", margin {format_number(self.margin, self.unit)}"
+            text += f" (need {self.comparator} {self.threshold_text()}"
+            if self.margin_text():
+                text += f", margin {self.margin_text()}"
             text += ")"
         if self.detail:
             text += f" - {self.detail}"
@@ -116,7 +248,20 @@ class Criterion:
             outcome = Outcome.ERROR
         text = {key: data.get(key) if isinstance(data.get(key), str) else "" for key in
                 ("comparator", "unit", "detail", "evidence", "missing")}
-        return cls(str(data.get("name", "?")), outcome, data.get("measured"), data.get("threshold"), **text)
+        places = data.get("places")
+        places = places if isinstance(places, int) and not isinstance(places, bool) and 0 <= places <= 60 else None
+        return cls(str(data.get("name", "?")), outcome, data.get("measured"), data.get("threshold"), **text,
+                   places=places)
+
+
+def _recorded_or(value: Any) -> Any:
+    """A threshold as recorded: numbers as :func:`_recorded`, anything else (``"pass"``) unchanged."""
+    if isinstance(value, (int, float, Fraction, Decimal)) and not isinstance(value, bool):
+        try:
+            return _recorded(value)
+        except (ValueError, OverflowError):
+            return value
+    return value
 
 
 def combine(outcomes: list[Outcome]) -> Outcome:

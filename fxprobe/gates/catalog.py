@@ -29,10 +29,12 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
-from fxprobe.core.verdict import Criterion, Outcome
+from fxprobe.core.verdict import Criterion, Outcome, exact
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
 BASELINE = Requirement("baseline comparison run",
@@ -69,19 +71,20 @@ def baseline_deviation_criteria(evidence: Evidence, config: GateConfig) -> list[
         for metric, entry in table.items():
             name = f"baseline {metric} deviation"
             try:
-                measured, reference = float(entry["measured"]), float(entry["reference"])
+                measured, reference = exact(entry["measured"]), exact(entry["reference"])
             except (KeyError, TypeError, ValueError):
                 criteria.append(Criterion(name, Outcome.ERROR, detail=f"baseline_comparison.{metric} needs "
-                                          "numeric 'measured' and 'reference'", evidence=run.evidence))
+                                          "finite numeric 'measured' and 'reference'", evidence=run.evidence))
                 continue
             if reference == 0:
                 criteria.append(Criterion(name, Outcome.ERROR, detail="reference is 0", evidence=run.evidence))
                 continue
-            deviation = abs(measured / reference - 1.0) * 100.0
+            deviation = abs(measured / reference - 1) * 100
             unit = f" {entry['unit']}" if isinstance(entry.get("unit"), str) and entry["unit"] else ""
             source = f"{run.path}/{entry['file']}" if isinstance(entry.get("file"), str) else run.evidence
             criteria.append(Criterion.compare(name, deviation, "<=", tolerance, unit="%",
-                                              detail=f"measured {measured:g}{unit} vs reference {reference:g}{unit}",
+                                              detail=f"measured {entry['measured']:g}{unit} vs reference "
+                                                     f"{entry['reference']:g}{unit}",
                                               evidence=source))
     return criteria
 
@@ -93,11 +96,11 @@ G1 = Gate("g1", "delivery acceptance", checks=(
 ))
 G2 = Gate("g2", "single-node baseline", checks=(
     Check("line efficiency", LINE_EFFICIENCY, "summary.line_efficiency", ">=", "line_efficiency_min_pct",
-          unit="%", scale=100.0, context=(("transport", "label"), ("line rate Gb/s", "line_rate_bps", 1e-9))),
+          unit="%", scale=100, context=(("transport", "label"), ("line rate Gb/s", "line_rate_bps", 1e-9))),
 ), extras=(baseline_deviation_criteria,))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(
-    Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=1 / 3600,
+    Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=Fraction(1, 3600),
           context=(("load covered s", "duration_s"), ("planned s", "planned_s"), ("profile", "profile"))),
     Check("soak interruptions", SOAK, "interruptions", "<=", "interruptions_max", count=True),
     Check("drive pull: I/O errors seen by the workload", DRIVE_FAULT, "impact.errors", "<=",

@@ -25,12 +25,13 @@ A check applies to *every* matching run (G1: every array must pass its self-test
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from fxprobe.gates.config import GateConfig
 from fxprobe.core.rundir import RESULTS, RunDir
-from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, exact, format_number
 
 MISSING = object()  # lookup() result for a field that is not there
 
@@ -197,7 +198,7 @@ class Check:
     comparator: str
     threshold: str                     # key in the gate's config section
     unit: str = ""
-    scale: float = 1.0
+    scale: int | Fraction = 1          # exact: 100 for a fraction shown in %, Fraction(1, 3600) for s -> h
     per: str = ""                      # optional denominator field (a ratio)
     count: bool = False
     context: tuple[tuple, ...] = ()    # (label, field[, scale]) shown in the detail
@@ -216,15 +217,17 @@ class Check:
                 criteria.append(self._one(name, run, threshold))
         return criteria
 
-    def _value(self, run: RunRecord, dotted: str) -> tuple[float | None, str]:
+    def _value(self, run: RunRecord, dotted: str) -> tuple[Fraction | None, str]:
+        """The recorded figure, exact (see fxprobe.core.verdict.exact); NaN/inf/non-numbers are problems."""
         value = run.get(dotted)
         if value is MISSING or value is None:
             return None, f"{run.evidence} has no field {dotted!r}"
         if self.count and isinstance(value, (list, tuple)):
-            return len(value), ""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None, f"{run.evidence}: field {dotted!r} is not a number ({value!r})"
-        return value, ""
+            return Fraction(len(value)), ""
+        try:
+            return exact(value), ""
+        except ValueError:
+            return None, f"{run.evidence}: field {dotted!r} is not a number ({value!r}: a finite number is needed)"
 
     def _context(self, run: RunRecord) -> list[str]:
         parts = []
@@ -255,9 +258,7 @@ class Check:
                                  f"{run.path.name}: {reason}", run.evidence)
             return Criterion(name, Outcome.ERROR, None, threshold, self.comparator, self.unit,
                              problem, run.evidence)
-        measured = value * self.scale
-        if isinstance(value, int) and not isinstance(value, bool) and self.scale == 1.0 and not self.per:
-            measured = value
+        measured = value * Fraction(self.scale)       # exact: a declared scale is an int or a Fraction
         detail = ", ".join(self._context(run))
         return Criterion.compare(name, measured, self.comparator, threshold, unit=self.unit,
                                  detail=detail, evidence=run.evidence)

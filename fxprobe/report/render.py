@@ -12,10 +12,8 @@ from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
 
 
 def _cells(c: Criterion) -> list[str]:
-    threshold = f"{c.comparator} {format_number(c.threshold, c.unit)}" if c.comparator else ""
-    margin = format_number(c.margin, c.unit) if c.margin is not None else ""
-    return [c.outcome.value.upper(), c.name, format_number(c.measured, c.unit), threshold, margin,
-            c.detail, c.evidence]
+    threshold = f"{c.comparator} {c.threshold_text()}" if c.comparator else ""
+    return [c.outcome.value.upper(), c.name, c.measured_text(), threshold, c.margin_text(), c.detail, c.evidence]
 
 
 HEADER = ["outcome", "criterion", "measured", "threshold", "margin", "detail", "evidence"]
