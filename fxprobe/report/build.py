@@ -10,7 +10,8 @@ from fxprobe.core.errors import BadInput
 from fxprobe.report import plots
 from fxprobe.report.bundle import write_manifest
 from fxprobe.report.collect import RunView, read_run, soak_series
-from fxprobe.report.render import gate_verdicts, html_page, junit_xml, markdown
+from fxprobe.report.junit import junit_xml
+from fxprobe.report.render import gate_verdicts, html_page, markdown
 from fxprobe.core.rundir import utc_stamp
 from fxprobe.core.verdict import Verdict
 

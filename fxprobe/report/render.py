@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import html
 import shlex
-from xml.etree import ElementTree
 
 from fxprobe.report.collect import RunView
 from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
@@ -143,23 +142,3 @@ def html_page(title: str, runs: list[RunView], plots: dict[str, bytes], created:
             parts += ["<h3>Claims</h3>", _html_table(["outcome", "claim", "difference"], rows)]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
-
-
-def junit_xml(runs: list[RunView]) -> str:
-    """One <testsuite> per verdict, one <testcase> per criterion (fail/error/skipped = not run)."""
-    root = ElementTree.Element("testsuites", name="fxprobe")
-    for run in runs:
-        for v in run.verdicts:
-            counts = {o: sum(1 for c in v.criteria if c.outcome is o) for o in Outcome}
-            suite = ElementTree.SubElement(root, "testsuite", name=v.name, tests=str(len(v.criteria)),
-                                           failures=str(counts[Outcome.FAIL]), errors=str(counts[Outcome.ERROR]),
-                                           skipped=str(counts[Outcome.NOT_RUN]))
-            for c in v.criteria:
-                case = ElementTree.SubElement(suite, "testcase", classname=f"{run.name}.{v.name}", name=c.name)
-                tag = {Outcome.FAIL: "failure", Outcome.ERROR: "error", Outcome.NOT_RUN: "skipped"}.get(c.outcome)
-                if tag:
-                    ElementTree.SubElement(case, tag, message=c.line())
-                out = ElementTree.SubElement(case, "system-out")
-                out.text = c.line() + (f"\nevidence: {c.evidence}" if c.evidence else "")
-    ElementTree.indent(root)
-    return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
