@@ -13,6 +13,7 @@ import click
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Outcome, Verdict
+from fxprobe.host import environment
 
 
 @dataclass
@@ -38,6 +39,7 @@ class App:
             run = RunDir.start(command, self.argv, path=self.run_dir)
         else:
             run = RunDir.start(command, self.argv, base=self.runs_base, folder=folder)
+        environment.record(run)
         self.open_runs.append(run)
         return run
 

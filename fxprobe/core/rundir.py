@@ -227,6 +227,11 @@ class RunDir:
     def write_environment(self, environment: dict) -> None:
         write_json(self.path / ENVIRONMENT, environment)
 
+    def ensure_environment(self, snapshot) -> None:
+        """environment.json from ``snapshot()`` (fxprobe.host.environment) unless the run already has one."""
+        if not (self.path / ENVIRONMENT).exists():
+            self.write_environment(snapshot())
+
     def finalize(self) -> dict:
         """Write manifest.json: SHA-256 and size of every file but itself."""
         files = {}

@@ -1,0 +1,36 @@
+"""The reproducibility log every run folder carries: ``environment.json``, written when the run starts.
+
+It is the preflight log (``fxprobe preflight``: kernel, distro, CPU, memory/NUMA, governor, C-states, NICs,
+RDMA, NVMe, tool versions, caches, clock, sensors) of the machine the command ran on, with every item
+missing from it listed as a reproducibility risk and every biasing knob as a warning. ``fxprobe preflight``
+replaces it with the full log of the data interfaces it was given. Collected once per process (tool
+versions do not change under a running command); ``collected`` says when.
+"""
+
+from __future__ import annotations
+
+import copy
+import platform
+from functools import lru_cache
+
+from fxprobe.core.rundir import RunDir, utc_stamp
+from fxprobe.core.runner import Runner
+from fxprobe.host import preflight
+
+SOURCE = "fxprobe.host.environment: the preflight log, taken when the run started"
+
+
+@lru_cache(maxsize=1)
+def _collected() -> tuple[str, dict]:
+    return utc_stamp(), preflight.collect(Runner(None)).to_dict()
+
+
+def snapshot() -> dict:
+    """This machine's reproducibility log as environment.json holds it."""
+    collected, log = _collected()
+    return {"source": SOURCE, "hostname": platform.node(), "collected": collected, **copy.deepcopy(log)}
+
+
+def record(run: RunDir) -> None:
+    """Write environment.json into ``run`` unless it already has one."""
+    run.ensure_environment(snapshot)
