@@ -1,6 +1,6 @@
 """Ingest inference benchmark results into one normalized :class:`BenchmarkResult`.
 
-Accepted inputs (see ``/work/shared/kv-patterns.md``, "Benchmark outputs to ingest"):
+Accepted inputs (see ``docs/benchmark-inputs.md``):
 
 * ``vllm bench serve --save-result`` JSON: ``median_ttft_ms``/``p{N}_ttft_ms`` (ms),
   ``output_throughput``/``total_token_throughput`` (tok/s), ``request_throughput``,
