@@ -23,12 +23,9 @@ def bundle(tmp_path_factory):
     base = tmp_path_factory.mktemp("report")
     assert fxprobe(base, *g3_args()) == 1
     (g3_run,) = runs_of(base, "gate g3")
-    soak = fake_run(base / "runs", "soak", {
-        "timeseries": {"read bw": {"t": [0, 1, 2, 3, 4], "v": [9.8, 9.9, 0.0, 9.7, 9.8], "unit": "GB/s"}},
-        "events": [{"t": 2, "label": "link cut"}],
-        "latency_cdf": {"read": {"x": [100, 200, 400], "p": [0.5, 0.9, 1.0], "unit": "us"}},
-        "records": "soak.jsonl"})
-    records = [{"type": "start"}] + [{"type": "sample", "ts": 1000 + i, "bw": 2e9 if i != 3 else 0} for i in range(6)]
+    soak = fake_run(base / "runs", "soak", {"records": "soak.jsonl"})
+    records = [{"type": "start", "ts": 999}, {"type": "segment", "seg": 1, "ts": 999}]
+    records += [{"type": "sample", "seg": 1, "ts": 1000 + i, "bw": 2e9 if i != 3 else 0} for i in range(6)]
     records.append({"type": "interruption", "kind": "stall", "start_ts": 1003})
     (soak / "soak.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"sam")
     (soak / "timeline.png").write_bytes(plots_png())
@@ -41,7 +38,8 @@ def bundle(tmp_path_factory):
 
 
 def plots_png() -> bytes:
-    return plots.time_series({"x": {"t": [0, 1], "v": [1, 2]}}, [])
+    from fxprobe.core.verdict import Criterion
+    return plots.gate_grid([plots.GridRow("G1", Criterion.compare("drives recognized", 24, ">=", 24))], "a run's own plot")
 
 
 def copy_of(bundle, tmp_path) -> Path:
@@ -61,7 +59,7 @@ def test_signed_bundle_verifies(bundle):
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and "src='http" not in html and 'src="http' not in html
     names = sorted(p.name for p in (out / "plots").iterdir())
-    for prefix in ("gate-summary", "g3-", "latency-cdf-", "soak-", "timeline-"):
+    for prefix in ("gate-grid", "g3-", "soak-"):
         assert any(n.startswith(prefix) for n in names), (prefix, names)
     assert any(n.endswith("-soak-timeline.png") for n in names), names   # the run's own PNG, inlined too
     suites = ElementTree.parse(out / "junit.xml").getroot().findall("testsuite")
@@ -149,9 +147,11 @@ def test_html_links_criteria_to_the_bundled_evidence_and_lists_commands(bundle):
     out = bundle[0]
     html = (out / "report.html").read_text()
     (g3,) = [p.name for p in (out / "evidence").iterdir() if p.name.endswith("gate-g3")]
-    link = f"href='evidence/{g3}/raw/candidate/r2-array-c8.json'"
+    link = f'href="evidence/{g3}/raw/candidate/r2-array-c8.json"'
     assert link in html and (out / "evidence" / g3 / "raw" / "candidate" / "r2-array-c8.json").is_file()
-    assert "Command line, then every subprocess it started:" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert f"[raw/candidate/r2-array-c8.json](evidence/{g3}/raw/candidate/r2-array-c8.json)" in md
+    assert f"### Run `{g3}`" in md and "\n```\n" in md.split(f"### Run `{g3}`")[1]   # its command line
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -39,11 +39,8 @@ def report():
 def build(app, run_dirs, out, private_key, title):
     """Markdown + HTML + JUnit XML over RUN_DIRS, with the evidence copied, hashed and signed."""
     built = build_report(list(run_dirs), out, private_key, title)
-    human = [f"report: {built.folder}/report.html ({built.files} files, "
-             f"{'signed by ' + built.signer if built.signer else 'UNSIGNED: pass --key to sign'})"]
-    human += [f"  {gate:40} {outcome.upper()}" for gate, outcome in built.outcome_rows]
     run = app.new_run("report")
-    return finish(app, run, "report", {"report": built.to_dict()}, human, Outcome.PASS)
+    return finish(app, run, "report", {"report": built.to_dict()}, built.lines(), Outcome.PASS)
 
 
 @report.command()

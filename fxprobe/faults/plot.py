@@ -51,6 +51,10 @@ def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog |
                         label=f"longest stall {stall[0]:g} s")
     ax_iops.plot([], [], color="tab:red", label="fault injected")
     ax_iops.plot([], [], color="tab:green", label="restored")
+    ax_iops.fill_between([], [], color="tab:red", alpha=0.12, label="fault window (injected to restored)")
+    if flaps:
+        ax_iops.plot([], [], color="tab:red", lw=0.6, ls=":", label="link flap: down")
+        ax_iops.plot([], [], color="tab:green", lw=0.6, ls=":", label="link flap: up")
     ax_iops.set_ylabel("IOPS")
     ax_iops.set_ylim(bottom=0)
     ax_iops.legend(loc="upper right", fontsize=8)
@@ -62,12 +66,16 @@ def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog |
         ax_paths.step(xs, live, where="post", color="tab:orange", label="live paths")
         degraded = [sum(1 for v in s["md"].values() if "_" in v) for s in samples]
         ax_paths.step(xs, degraded, where="post", color="tab:gray", label="degraded md arrays")
-        ax_paths.legend(loc="upper right", fontsize=8)
-    for event in (e for e in events if e.get("source") != "listener"):
+    shown = [e for e in events if e.get("source") != "listener"]
+    for event in shown:
         ax_paths.axvline(rel(event["t"] * 1000), color="tab:brown", lw=0.5, alpha=0.5)
+    if shown:
+        ax_paths.plot([], [], color="tab:brown", lw=0.5, alpha=0.5, label="kernel / udev event")
+    if samples or shown:
+        ax_paths.legend(loc="upper right", fontsize=8)
     ax_paths.set_ylabel("state")
     ax_paths.set_xlabel("seconds from load start")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=150)
     plt.close(fig)
     return Path(path)

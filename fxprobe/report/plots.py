@@ -1,47 +1,175 @@
-"""matplotlib figures for a report, returned as PNG bytes (Agg backend, no display needed)."""
+"""matplotlib figures for a report, as PNG bytes at 150 dpi (Agg backend, no display needed).
+
+- :func:`gate_grid`: every criterion of the gates (yes/no ones included), its outcome, measured beside
+  threshold, and its margin as a fraction of its own threshold (a % of 72 h and a % of 8 nodes share an axis);
+- :func:`soak`: bandwidth over hours, mean and minimum per bucket, interruptions marked by kind;
+- :func:`g3_changes`: TTFT reduction and throughput gain per concurrency against the thresholds.
+"""
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.patches import Patch  # noqa: E402
 
-from fxprobe.core.verdict import Outcome, Verdict, format_number  # noqa: E402
+from fxprobe.core.verdict import Criterion, Outcome, format_number  # noqa: E402
+from fxprobe.report.ceilings import artefact  # noqa: E402
+from fxprobe.report.soakview import SoakView  # noqa: E402
 
-COLOURS = {Outcome.PASS: "#2e7d32", Outcome.FAIL: "#c62828", Outcome.NOT_RUN: "#9e9e9e", Outcome.ERROR: "#6a1b9a"}
+DPI = 150
+COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not run": "#757575", "error": "#6a1b9a", "artefact": "#ef6c00"}
+KIND_COLOURS = ("#c62828", "#ef6c00", "#6a1b9a", "#1565c0", "#795548", "#00838f")
 
 
 def _png(figure) -> bytes:
     buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     plt.close(figure)
     return buffer.getvalue()
 
 
-def gate_summary(verdicts: list[tuple[str, Verdict]], title: str = "Gate criteria") -> bytes | None:
-    """Margin of every numeric criterion (positive = inside the threshold), coloured by outcome and labelled
-    with its value and unit; one row per (label, criterion), so two runs' criteria never share a bar."""
-    rows = [(f"{label} {c.name}".strip(), c.margin, c.outcome, c.unit)
-            for label, v in verdicts for c in v.criteria if c.margin is not None]
+@dataclass(frozen=True)
+class GridRow:
+    gate: str                  # "G4"
+    criterion: Criterion
+
+    @property
+    def word(self) -> str:
+        return "artefact" if artefact(self.criterion) else self.criterion.outcome.value
+
+    @property
+    def fraction(self) -> float | None:
+        """Margin over |threshold| (+0.16 = 16 % inside it); None for yes/no criteria and a threshold of 0."""
+        c = self.criterion
+        if c.margin is None or not isinstance(c.threshold, (int, float)) or c.threshold == 0:
+            return None
+        return c.margin / abs(c.threshold)
+
+    @property
+    def figures(self) -> str:
+        c = self.criterion
+        need = f"  need {c.comparator} {c.threshold_text()}" if c.comparator else ""
+        return f"{c.measured_text()}{need}"
+
+    @property
+    def margin_text(self) -> str:
+        c, fraction = self.criterion, self.fraction
+        if fraction is not None:
+            return f"{100 * fraction:+.1f} % of threshold"
+        if c.margin is not None:
+            return f"margin {c.margin_text()} (threshold 0)"
+        if c.outcome is Outcome.PASS:
+            return "met" if c.comparator else "recorded"
+        return {"fail": "not met", "not run": "not judged", "error": "could not judge"}[c.outcome.value]
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _grid_text(axes, rows: list[GridRow]) -> None:
+    axes.set_axis_off()
+    axes.set_xlim(0, 1)
+    axes.set_ylim(-0.5, len(rows) - 0.5)
+    for x, head in ((0.0, "gate"), (0.06, "criterion"), (0.60, "outcome"), (0.74, "measured, threshold")):
+        axes.text(x, len(rows) - 0.35, head, fontsize=7, fontweight="bold", va="bottom")
+    for y, row in zip(range(len(rows) - 1, -1, -1), rows):
+        axes.text(0.0, y, row.gate, fontsize=7, va="center")
+        axes.text(0.06, y, _short(row.criterion.name, 58), fontsize=7, va="center")
+        axes.text(0.60, y, row.word.upper(), fontsize=6.5, va="center", color="white", fontweight="bold",
+                  bbox={"boxstyle": "round,pad=0.25", "facecolor": COLOURS[row.word], "edgecolor": "none"})
+        axes.text(0.74, y, _short(row.figures, 34), fontsize=6.5, va="center", family="monospace")
+
+
+def _grid_bars(axes, rows: list[GridRow]) -> None:
+    for y, row in zip(range(len(rows) - 1, -1, -1), rows):
+        colour = COLOURS[row.word]
+        if row.fraction is not None:
+            shown = max(-1.0, min(1.0, row.fraction))
+            axes.barh(y, shown, color=colour, height=0.6)
+            anchor, align = (shown + 0.03, "left") if shown >= 0 else (0.03, "left")
+            axes.text(anchor, y, row.margin_text + (" (bar clipped)" if shown != row.fraction else ""),
+                      fontsize=6, va="center", ha=align)
+        else:
+            axes.text(0.0, y, row.margin_text, fontsize=6.5, va="center", ha="center", color=colour,
+                      fontweight="bold")
+    axes.axvline(0, color="black", linewidth=0.8)
+    axes.set_xlim(-1.05, 1.6)
+    axes.set_ylim(-0.5, len(rows) - 0.5)
+    axes.set_yticks([])
+    axes.set_xticks([-1, -0.5, 0, 0.5, 1], ["-100 %", "-50 %", "0", "+50 %", "+100 %"], fontsize=6.5)
+    axes.set_xlabel("margin as a fraction of its own threshold (< 0: on the failing side)", fontsize=7)
+    for side in ("top", "right", "left"):
+        axes.spines[side].set_visible(False)
+
+
+def gate_grid(rows: list[GridRow], title: str) -> bytes | None:
+    """One line per criterion: gate, name, outcome, measured and threshold, margin bar (or yes/no)."""
     if not rows:
         return None
-    figure, axes = plt.subplots(figsize=(10, 0.3 * len(rows) + 1.4))
-    positions = list(range(len(rows)))[::-1]
-    axes.barh(positions, [r[1] for r in rows], color=[COLOURS[r[2]] for r in rows])
-    axes.set_yticks(positions, [r[0] if len(r[0]) <= 60 else r[0][:57] + "..." for r in rows])
-    for y, (_, margin, outcome, unit) in zip(positions, rows):
-        axes.annotate(f"{format_number(margin, unit)} {outcome.value}", (max(margin, 0), y), fontsize=6,
-                      va="center", xytext=(3, 0), textcoords="offset points", ha="left")
-    axes.axvline(0, color="black", linewidth=0.8)
-    low, high = axes.get_xlim()
-    axes.set_xlim(low, high + 0.15 * (high - low))      # room for the labels right of each bar or of 0
-    axes.set_xlabel("margin to threshold (unit of each criterion; < 0 fails)")
-    axes.set_title(title)
-    axes.tick_params(axis="y", labelsize=7)
+    figure, (text, bars) = plt.subplots(1, 2, figsize=(11, 0.26 * len(rows) + 1.1),
+                                        gridspec_kw={"width_ratios": [2.6, 1.4], "wspace": 0.02})
+    _grid_text(text, rows)
+    _grid_bars(bars, rows)
+    text.set_title(title, fontsize=9, loc="left")
+    return _png(figure)
+
+
+def _scale(view: SoakView) -> tuple[float, str]:
+    top = max(view.mean) if view.mean else 0
+    return (1e9, "GB/s") if top >= 5e9 else (1e6, "MB/s")
+
+
+def _mark_interruptions(axes, view: SoakView) -> list:
+    kinds = list(dict.fromkeys(i.kind for i in view.interruptions))
+    handles = []
+    for n, kind in enumerate(kinds):
+        colour = KIND_COLOURS[n % len(KIND_COLOURS)]
+        marks = [i for i in view.interruptions if i.kind == kind]
+        for i in marks:
+            if i.end_h > i.start_h:
+                axes.axvspan(i.start_h, i.end_h, color=colour, alpha=0.25, linewidth=0)
+            axes.axvline(i.start_h, color=colour, linewidth=1.0)
+            seconds = f" {i.seconds:.1f} s" if i.seconds is not None else ""
+            axes.annotate(f"{kind}{seconds}", (i.start_h, 1.0), xycoords=("data", "axes fraction"), fontsize=6.5,
+                          rotation=90, va="top", ha="right", color=colour)
+        handles.append(Patch(color=colour, alpha=0.5, label=f"interruption: {kind} ({len(marks)})"))
+    return handles
+
+
+def soak(view: SoakView | None, title: str = "") -> bytes | None:
+    """Bandwidth over the soak in hours: mean per bucket (line) over the bucket minimum (band)."""
+    if view is None or not view.hours:
+        return None
+    factor, unit = _scale(view)
+    figure, axes = plt.subplots(figsize=(10, 3.8))
+    hours = list(view.hours)
+    mean = [v / factor for v in view.mean]
+    low = [v / factor for v in view.minimum]
+    axes.fill_between(hours, low, mean, step="mid", color="#90caf9", alpha=0.7,
+                      label=f"minimum per {format_number(view.bucket_s, 's')} bucket")
+    axes.step(hours, mean, where="mid", color="#1565c0", linewidth=1.1, label="mean per bucket")
+    handles = _mark_interruptions(axes, view)
+    if view.planned_h:
+        axes.axvline(view.planned_h, color="black", linestyle="--", linewidth=0.8)
+        handles.append(plt.Line2D([], [], color="black", linestyle="--", linewidth=0.8,
+                                  label=f"planned end {format_number(view.planned_h, 'h')}"))
+    axes.set_xlim(0, max(view.duration_h, view.planned_h or 0) * 1.02)
+    axes.set_ylim(bottom=0, top=max(mean) * 1.15 if max(mean) > 0 else 1)
+    axes.set_xlabel("hours from the start of the soak")
+    axes.set_ylabel(f"bandwidth ({unit})")
+    if view.duration_h < 2:
+        top = axes.secondary_xaxis("top", functions=(lambda h: h * 60, lambda m: m / 60))
+        top.set_xlabel("minutes", fontsize=7)
+        top.tick_params(labelsize=7)
+    axes.legend(handles=axes.get_legend_handles_labels()[0] + handles, fontsize=7, loc="lower left")
+    axes.set_title(title or f"Soak {view.profile}: {format_number(view.duration_h, 'h')} with "
+                   f"{len(view.interruptions)} interruption(s)", fontsize=9)
     return _png(figure)
 
 
@@ -63,40 +191,8 @@ def g3_changes(comparisons: list[dict], ttft_min: float | None, band: tuple[floa
     if band is not None:
         axes.axhspan(band[0], band[1], color="#ffb300", alpha=0.15, label=f"gain band {band[0]:g}...{band[1]:g} %")
     axes.set_xticks([i + width * 0.5 for i in range(len(labels))], labels)
-    axes.set_ylabel("%")
+    axes.set_xlabel("concurrency")
+    axes.set_ylabel("change vs baseline (%)")
     axes.set_title("G3: candidate vs baseline")
-    axes.legend(fontsize=7)
-    return _png(figure)
-
-
-def time_series(series: dict, events: list[dict]) -> bytes | None:
-    """Bandwidth (or any metric) over time, with fault/interruption events as vertical lines."""
-    usable = {name: s for name, s in (series or {}).items() if isinstance(s, dict) and s.get("t") and s.get("v")}
-    if not usable:
-        return None
-    figure, axes = plt.subplots(figsize=(8, 3.5))
-    for name, s in usable.items():
-        axes.plot(s["t"], s["v"], label=f"{name} ({s.get('unit', '')})", linewidth=0.9)
-    for event in events or []:
-        if isinstance(event, dict) and isinstance(event.get("t"), (int, float)):
-            axes.axvline(event["t"], color="#c62828", linestyle=":", linewidth=0.9)
-            axes.annotate(str(event.get("label", "")), (event["t"], axes.get_ylim()[1]), fontsize=7,
-                          rotation=90, va="top", ha="right")
-    axes.set_xlabel("time (s)")
-    axes.set_title("Over time (red: events)")
-    axes.legend(fontsize=7)
-    return _png(figure)
-
-
-def latency_cdfs(cdfs: dict) -> bytes | None:
-    usable = {name: c for name, c in (cdfs or {}).items() if isinstance(c, dict) and c.get("x") and c.get("p")}
-    if not usable:
-        return None
-    figure, axes = plt.subplots(figsize=(7, 3.5))
-    for name, c in usable.items():
-        axes.plot(c["x"], c["p"], label=f"{name} ({c.get('unit', '')})")
-    axes.set_xscale("log")
-    axes.set_ylabel("fraction of I/Os")
-    axes.set_title("Latency CDF")
     axes.legend(fontsize=7)
     return _png(figure)

@@ -1,0 +1,146 @@
+"""The decision first: ACCEPTED / NOT ACCEPTED / INCOMPLETE, the thresholds it was judged with, and per gate
+the criterion that decided it with its figure.
+
+The decision over one ``gate`` run (``gate all`` judges G1-G4 at once):
+
+- ACCEPTED      every one of G1, G2, G3 and G4 was judged and passed;
+- NOT ACCEPTED  at least one gate failed (a criterion measured on the wrong side of its threshold);
+- INCOMPLETE    no gate failed, but a gate is missing, not run or in error, or a pass rests on a figure
+                above its physical ceiling (a measurement artefact, see :mod:`fxprobe.report.ceilings`).
+
+A gate's deciding criterion: for a gate that failed, the failing criterion furthest from its threshold
+(relative to the threshold); for error / not run, the first such criterion; for a pass, the criterion
+closest to its threshold (the one a re-run would flip first).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
+from fxprobe.report.ceilings import artefact
+
+GATES = ("G1", "G2", "G3", "G4")
+
+
+class Decision(str, enum.Enum):
+    ACCEPTED = "ACCEPTED"
+    NOT_ACCEPTED = "NOT ACCEPTED"
+    INCOMPLETE = "INCOMPLETE"
+
+
+@dataclass(frozen=True)
+class GateLine:
+    gate: str                    # "G4 stability and sign-off"
+    outcome: Outcome
+    deciding: Criterion | None
+    artefact: str = ""           # why a passing figure is not believed
+    others: int = 0              # further criteria with the gate's outcome
+
+    @property
+    def figure(self) -> str:
+        """The deciding criterion's figure as the gate table prints it (and why, when it was not judged)."""
+        c = self.deciding
+        if c is None:
+            return "no criteria"
+        text = f"{c.name}: {c.measured_text()}"
+        if c.comparator:
+            text += f" (need {c.comparator} {c.threshold_text()})"
+        if c.outcome in (Outcome.NOT_RUN, Outcome.ERROR) and c.detail:
+            text += f" - {c.detail.split(';')[0]}"
+        return text
+
+    @property
+    def word(self) -> str:
+        return "ARTEFACT" if self.artefact else self.outcome.value.upper()
+
+    @property
+    def css(self) -> str:
+        return self.word.lower().replace(" ", "-")
+
+    @property
+    def more(self) -> str:
+        """" (and 2 more fail)" when the deciding criterion is not the only one with the gate's outcome."""
+        return f" (and {self.others} more {self.outcome.value})" if self.others and self.outcome is not Outcome.PASS else ""
+
+    def line(self) -> str:
+        return f"{self.gate}: {self.word} - {self.figure}{self.more}" + (f" - {self.artefact}" if self.artefact else "")
+
+
+@dataclass(frozen=True)
+class Headline:
+    decision: Decision
+    thresholds: str              # "buyer's thresholds" or "lab-scaled thresholds"
+    source: str                  # where they were read (gates.toml, gates-lab.toml, built-in defaults)
+    gates: tuple[GateLine, ...]
+    missing: tuple[str, ...]     # gates not judged by this run
+    run: str                     # the gate run folder's name
+
+    @property
+    def css(self) -> str:
+        return self.decision.name.lower().replace("_", "-")
+
+    def lines(self) -> list[str]:
+        head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
+        out = [head] + ["  " + g.line() for g in self.gates]
+        out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
+        return out
+
+
+def _relative_margin(c: Criterion) -> tuple[int, float]:
+    """Sort key: criteria with a margin relative to a non-zero threshold first, by that fraction; then the rest."""
+    if c.margin is None or not isinstance(c.threshold, (int, float)) or not c.threshold:
+        return (1, 0.0)
+    return (0, c.margin / abs(c.threshold))
+
+
+def deciding(verdict: Verdict) -> Criterion | None:
+    outcome = verdict.outcome
+    pool = [c for c in verdict.criteria if c.outcome is outcome]
+    if not pool:
+        return None
+    if outcome is Outcome.FAIL:
+        return min(pool, key=_relative_margin)
+    if outcome is Outcome.PASS:
+        numeric = [c for c in pool if c.margin is not None]
+        return min(numeric, key=_relative_margin) if numeric else pool[0]
+    return pool[0]
+
+
+def thresholds_label(results: dict) -> tuple[str, str]:
+    """("lab-scaled thresholds" | "buyer's thresholds", source) from a gate run's ``thresholds``."""
+    block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
+    source = str(block.get("source") or "not recorded")
+    label = block.get("label") or block.get("scale")
+    if isinstance(label, str) and label:
+        return (label if "threshold" in label else f"{label} thresholds"), source
+    lab = "lab" in Path(source).name.lower() or bool(block.get("lab_scaled"))
+    return ("lab-scaled thresholds" if lab else "buyer's thresholds"), source
+
+
+def gate_line(verdict: Verdict) -> GateLine:
+    c = deciding(verdict)
+    others = sum(1 for x in verdict.criteria if x.outcome is verdict.outcome) - 1
+    if verdict.outcome is Outcome.PASS:
+        flagged = [why for why in map(artefact, verdict.criteria) if why]
+        if flagged:
+            return GateLine(verdict.name, verdict.outcome, c, flagged[0], others)
+    return GateLine(verdict.name, verdict.outcome, c, others=max(0, others))
+
+
+def decide(lines: list[GateLine], missing: list[str]) -> Decision:
+    if any(g.outcome is Outcome.FAIL for g in lines):
+        return Decision.NOT_ACCEPTED
+    if missing or any(g.outcome is not Outcome.PASS or g.artefact for g in lines):
+        return Decision.INCOMPLETE
+    return Decision.ACCEPTED
+
+
+def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...]) -> Headline:
+    lines = [gate_line(v) for v in verdicts]
+    judged = {v.name.split()[0].upper() for v in verdicts}
+    missing = [g for g in GATES if g not in judged]
+    label, source = thresholds_label(results)
+    return Headline(decide(lines, missing), label, source, tuple(lines), tuple(missing), run_name)

@@ -1,0 +1,137 @@
+"""A soak's bandwidth over time as a report draws it: hours from the start, mean and minimum per bucket,
+interruptions by kind.
+
+Read from the run's ``soak.jsonl`` records (``start``, ``segment``, ``sample`` with fio's cumulative
+``io_bytes`` per segment, ``interruption`` with ``start_ts``/``end_ts``/``kind``). Bandwidth per interval is
+bytes moved over the interval's length, so a short last interval cannot spike; a bucket's mean is its bytes
+over its covered time, its minimum the slowest full-length interval in it (an interval shorter than half the
+median is left out of the minimum, its bytes still counted in the mean). At most ``MAX_BUCKETS`` buckets, so
+72 h of 1 s samples draw as fast as one minute's.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_BUCKETS = 200
+PER_BUCKET = 3           # intervals per bucket when there are few
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: float          # epoch s
+    end: float
+    nbytes: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Interruption:
+    start_h: float
+    end_h: float
+    kind: str
+    seconds: float | None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SoakView:
+    hours: tuple[float, ...]          # bucket centres, h from the soak's start
+    mean: tuple[float, ...]           # bytes/s
+    minimum: tuple[float, ...]        # bytes/s
+    bucket_s: float
+    duration_h: float                 # first record to last sample
+    planned_h: float | None
+    interruptions: tuple[Interruption, ...] = field(default_factory=tuple)
+    profile: str = ""
+
+
+def read_records(path: Path) -> list[dict]:
+    """The records of a soak.jsonl; a partial last line (a crash) and non-objects are skipped."""
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("type"), str):
+                records.append(record)
+    return records
+
+
+def _number(record: dict, key: str) -> float | None:
+    value = record.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def intervals(records: list[dict]) -> list[Interval]:
+    """Bytes per interval between consecutive samples of a segment (the first from the segment's start)."""
+    out: list[Interval] = []
+    last: dict[object, tuple[float, float]] = {}
+    for record in records:
+        ts = _number(record, "ts")
+        if ts is None:
+            continue
+        if record["type"] == "segment":
+            last[record.get("seg")] = (ts, 0.0)
+        elif record["type"] == "sample":
+            done, bw = _number(record, "io_bytes"), _number(record, "bw")
+            previous = last.get(record.get("seg"))
+            if previous is not None and ts > previous[0]:
+                nbytes = done - previous[1] if done is not None else (bw or 0.0) * (ts - previous[0])
+                out.append(Interval(previous[0], ts, max(0.0, nbytes)))
+            last[record.get("seg")] = (ts, done if done is not None else 0.0)
+    return out
+
+
+def _buckets(spans: list[Interval], origin: float) -> tuple[list[float], list[float], list[float], float]:
+    end = max(i.end for i in spans)
+    count = max(1, min(MAX_BUCKETS, len(spans) // PER_BUCKET))
+    width = (end - origin) / count or 1.0
+    full = 0.5 * statistics.median(i.seconds for i in spans)
+    moved, covered = [0.0] * count, [0.0] * count
+    slowest: list[float | None] = [None] * count
+    for span in spans:
+        k = min(count - 1, int(((span.start + span.end) / 2 - origin) / width))
+        moved[k] += span.nbytes
+        covered[k] += span.seconds
+        if span.seconds >= full:
+            rate = span.nbytes / span.seconds
+            slowest[k] = rate if slowest[k] is None else min(slowest[k], rate)
+    keep = [k for k in range(count) if covered[k] > 0]
+    hours = [(k + 0.5) * width / 3600 for k in keep]
+    mean = [moved[k] / covered[k] for k in keep]
+    minimum = [slowest[k] if slowest[k] is not None else moved[k] / covered[k] for k in keep]
+    return hours, mean, minimum, width
+
+
+def soak_view(records: list[dict]) -> SoakView | None:
+    spans = intervals(records)
+    if not spans:
+        return None
+    start = next((r for r in records if r["type"] == "start" and _number(r, "ts") is not None), None)
+    origin = min(_number(start, "ts") if start else spans[0].start, spans[0].start)
+    hours, mean, minimum, width = _buckets(spans, origin)
+    breaks = []
+    for r in records:
+        if r["type"] == "interruption" and _number(r, "start_ts") is not None:
+            begin = _number(r, "start_ts")
+            end = _number(r, "end_ts") or begin
+            breaks.append(Interruption((begin - origin) / 3600, (end - origin) / 3600, str(r.get("kind") or "?"),
+                                       _number(r, "seconds"), str(r.get("detail") or "")))
+    planned = _number(start, "planned_s") if start else None
+    return SoakView(tuple(hours), tuple(mean), tuple(minimum), width, (spans[-1].end - origin) / 3600,
+                    planned / 3600 if planned else None, tuple(breaks), str((start or {}).get("profile") or ""))
+
+
+def soak_of(run_path: Path, results: dict) -> SoakView | None:
+    """The soak view of a run folder holding soak records (``results.records``, default soak.jsonl)."""
+    path = Path(run_path) / str(results.get("records") or "soak.jsonl")
+    return soak_view(read_records(path)) if path.is_file() else None
