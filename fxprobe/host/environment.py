@@ -13,6 +13,7 @@ import copy
 import platform
 from functools import lru_cache
 
+from fxprobe.core.errors import FxprobeError
 from fxprobe.core.rundir import RunDir, utc_stamp
 from fxprobe.core.runner import Runner
 from fxprobe.host import preflight
@@ -22,7 +23,11 @@ SOURCE = "fxprobe.host.environment: the preflight log, taken when the run starte
 
 @lru_cache(maxsize=1)
 def _collected() -> tuple[str, dict]:
-    return utc_stamp(), preflight.collect(Runner(None)).to_dict()
+    try:
+        return utc_stamp(), preflight.collect(Runner(None)).to_dict()
+    except FxprobeError as exc:        # the log is evidence about the run, never a reason for it to fail
+        return utc_stamp(), {"items": {}, "missing": [{"item": "environment", "reason": f"not collected: {exc}"}],
+                             "warnings": []}
 
 
 def snapshot() -> dict:

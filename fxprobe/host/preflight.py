@@ -17,6 +17,7 @@ import psutil
 from fxprobe.core import sysfs
 from fxprobe.core.clock import clock_state
 from fxprobe.host.doctor import TOOL_PROBES, probe_tool
+from fxprobe.core.errors import NotRunnable
 from fxprobe.core.runner import Runner
 
 
@@ -113,7 +114,11 @@ def data_interfaces(names: list[str] | None) -> list[dict]:
 
 
 def nic_firmware(runner: Runner, name: str) -> dict | None:
-    result = runner.run(["ethtool", "-i", name], timeout=10, label=f"ethtool-i-{name}", always=True)
+    """``ethtool -i`` of a NIC; None when ethtool is missing or fails (the firmware is then not recorded)."""
+    try:
+        result = runner.run(["ethtool", "-i", name], timeout=10, label=f"ethtool-i-{name}", always=True)
+    except NotRunnable:
+        return None
     if not result.ok:
         return None
     return dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
