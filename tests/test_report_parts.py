@@ -115,6 +115,7 @@ def test_soak_view_is_in_hours_with_no_spike_from_a_short_last_sample():
     assert abs(view.duration_h - 600.3 / 3600) < 1e-9 and view.planned_h == 600 / 3600
     assert max(view.mean) <= 100e6 * 1.5          # the 0.3 s last interval (200 MB/s) does not spike
     assert min(view.minimum) == 0.0               # the cut shows as a zero minimum
+    assert view.edges_h[0] == 0 and len(view.edges_h) == len(view.mean) + 1
     (cut,) = view.interruptions
     assert (cut.kind, round(cut.start_h * 3600), round(cut.end_h * 3600)) == ("link-cut", 300, 330)
     assert plots.soak(view).startswith(b"\x89PNG")
@@ -122,7 +123,7 @@ def test_soak_view_is_in_hours_with_no_spike_from_a_short_last_sample():
 
 def test_72_hours_of_one_second_samples_draw_at_most_200_buckets():
     view = soak_view(soak_records(sample_s=60.0, seconds=72 * 3600, cut=(3600, 3630)))
-    assert len(view.hours) <= 200 and round(view.duration_h) == 72
+    assert len(view.mean) <= 200 and round(view.duration_h) == 72
 
 
 def test_gate_grid_shows_yes_no_criteria_and_margins_as_fractions_of_their_threshold():

@@ -121,7 +121,7 @@ def gate_grid(rows: list[GridRow], title: str) -> bytes | None:
 
 
 def _scale(view: SoakView) -> tuple[float, str]:
-    top = max(view.mean) if view.mean else 0
+    top = max((v for v in view.mean if v == v), default=0)
     return (1e9, "GB/s") if top >= 5e9 else (1e6, "MB/s")
 
 
@@ -144,24 +144,24 @@ def _mark_interruptions(axes, view: SoakView) -> list:
 
 def soak(view: SoakView | None, title: str = "") -> bytes | None:
     """Bandwidth over the soak in hours: mean per bucket (line) over the bucket minimum (band)."""
-    if view is None or not view.hours:
+    if view is None or len(view.edges_h) < 2:
         return None
     factor, unit = _scale(view)
     figure, axes = plt.subplots(figsize=(10, 3.8))
-    hours = list(view.hours)
     mean = [v / factor for v in view.mean]
     low = [v / factor for v in view.minimum]
-    axes.fill_between(hours, low, mean, step="mid", color="#90caf9", alpha=0.7,
-                      label=f"minimum per {format_number(view.bucket_s, 's')} bucket")
-    axes.step(hours, mean, where="mid", color="#1565c0", linewidth=1.1, label="mean per bucket")
+    axes.stairs(mean, view.edges_h, baseline=low, fill=True, color="#90caf9", alpha=0.7,
+                label=f"minimum per {view.bucket_s:.3g} s bucket")
+    axes.stairs(mean, view.edges_h, baseline=None, color="#1565c0", linewidth=1.1, label="mean per bucket")
     handles = _mark_interruptions(axes, view)
     if view.planned_h:
         axes.axvline(view.planned_h, color="black", linestyle="--", linewidth=0.8)
         handles.append(plt.Line2D([], [], color="black", linestyle="--", linewidth=0.8,
                                   label=f"planned end {format_number(view.planned_h, 'h')}"))
     axes.set_xlim(0, max(view.duration_h, view.planned_h or 0) * 1.02)
-    axes.set_ylim(bottom=0, top=max(mean) * 1.15 if max(mean) > 0 else 1)
-    axes.set_xlabel("hours from the start of the soak")
+    top = max((v for v in mean if v == v), default=0)
+    axes.set_ylim(bottom=0, top=top * 1.15 if top > 0 else 1)
+    axes.set_xlabel("hours from the start of the load")
     axes.set_ylabel(f"bandwidth ({unit})")
     if view.duration_h < 2:
         top = axes.secondary_xaxis("top", functions=(lambda h: h * 60, lambda m: m / 60))

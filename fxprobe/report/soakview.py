@@ -12,6 +12,7 @@ median is left out of the minimum, its bytes still counted in the mean). At most
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +43,9 @@ class Interruption:
 
 @dataclass(frozen=True)
 class SoakView:
-    hours: tuple[float, ...]          # bucket centres, h from the soak's start
-    mean: tuple[float, ...]           # bytes/s
-    minimum: tuple[float, ...]        # bytes/s
+    edges_h: tuple[float, ...]        # bucket edges, h from the start of the load (one more than buckets)
+    mean: tuple[float, ...]           # bytes/s per bucket (NaN: no sample fell in it)
+    minimum: tuple[float, ...]        # bytes/s, the slowest full-length interval of the bucket
     bucket_s: float
     duration_h: float                 # first record to last sample
     planned_h: float | None
@@ -92,6 +93,7 @@ def intervals(records: list[dict]) -> list[Interval]:
 
 
 def _buckets(spans: list[Interval], origin: float) -> tuple[list[float], list[float], list[float], float]:
+    """Bucket edges (h), mean and minimum (bytes/s; NaN where no interval fell) and the bucket width (s)."""
     end = max(i.end for i in spans)
     count = max(1, min(MAX_BUCKETS, len(spans) // PER_BUCKET))
     width = (end - origin) / count or 1.0
@@ -105,11 +107,9 @@ def _buckets(spans: list[Interval], origin: float) -> tuple[list[float], list[fl
         if span.seconds >= full:
             rate = span.nbytes / span.seconds
             slowest[k] = rate if slowest[k] is None else min(slowest[k], rate)
-    keep = [k for k in range(count) if covered[k] > 0]
-    hours = [(k + 0.5) * width / 3600 for k in keep]
-    mean = [moved[k] / covered[k] for k in keep]
-    minimum = [slowest[k] if slowest[k] is not None else moved[k] / covered[k] for k in keep]
-    return hours, mean, minimum, width
+    mean = [moved[k] / covered[k] if covered[k] else math.nan for k in range(count)]
+    minimum = [slowest[k] if slowest[k] is not None else mean[k] for k in range(count)]
+    return [k * width / 3600 for k in range(count + 1)], mean, minimum, width
 
 
 def soak_view(records: list[dict]) -> SoakView | None:
@@ -117,8 +117,8 @@ def soak_view(records: list[dict]) -> SoakView | None:
     if not spans:
         return None
     start = next((r for r in records if r["type"] == "start" and _number(r, "ts") is not None), None)
-    origin = min(_number(start, "ts") if start else spans[0].start, spans[0].start)
-    hours, mean, minimum, width = _buckets(spans, origin)
+    origin = spans[0].start               # the load's start (its first segment), after the untimed layout
+    edges, mean, minimum, width = _buckets(spans, origin)
     breaks = []
     for r in records:
         if r["type"] == "interruption" and _number(r, "start_ts") is not None:
@@ -127,7 +127,7 @@ def soak_view(records: list[dict]) -> SoakView | None:
             breaks.append(Interruption((begin - origin) / 3600, (end - origin) / 3600, str(r.get("kind") or "?"),
                                        _number(r, "seconds"), str(r.get("detail") or "")))
     planned = _number(start, "planned_s") if start else None
-    return SoakView(tuple(hours), tuple(mean), tuple(minimum), width, (spans[-1].end - origin) / 3600,
+    return SoakView(tuple(edges), tuple(mean), tuple(minimum), width, (spans[-1].end - origin) / 3600,
                     planned / 3600 if planned else None, tuple(breaks), str((start or {}).get("profile") or ""))
 
 
