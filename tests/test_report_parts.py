@@ -173,3 +173,13 @@ def test_the_product_cites_only_files_inside_the_repository():
     citing = [str(p.relative_to(root)) for p in files if "/work/shared" in p.read_text(errors="replace")]
     assert citing == []
     assert (root / "docs" / "gates.md").is_file() and "docs/gates.md" in (root / "gates.toml").read_text()
+
+
+def test_a_long_command_line_wraps_with_backslashes_and_options_keep_their_values():
+    import shlex
+    from fxprobe.report.commands import wrapped
+    argv = ["fxprobe", "gate", "all"] + [a for i in range(4) for a in ("--evidence", f"/srv/runs/2026/steps/0{i}-step")]
+    text = wrapped(argv, 60)
+    assert all(len(line) <= 60 for line in text.splitlines())
+    assert "    --evidence /srv/runs/2026/steps/01-step \\" in text.splitlines()
+    assert shlex.split(text.replace("\\\n", " ")) == argv         # the same command, pasted into a shell

@@ -153,3 +153,24 @@ def collapse(commands: list[Command]) -> list[CommandGroup]:
 def readable(records) -> list[CommandGroup]:
     """commands.jsonl records -> collapsed groups, in order."""
     return collapse([c for c in (fold(r) for r in records if isinstance(r, dict)) if c is not None])
+
+
+def wrapped(argv: list[str], width: int = 100) -> str:
+    """A command line as a shell takes it, continued with backslashes at ``width`` columns; an option stays
+    on one line with its value (``    --evidence /srv/runs/04-soak \\``)."""
+    words = [shlex.quote(str(a)) for a in argv]
+    groups: list[str] = []
+    for word in words:
+        if groups and groups[-1].startswith("-") and " " not in groups[-1] and "=" not in groups[-1] \
+                and not word.startswith("-"):
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+    lines, line = [], ""
+    for group in groups:
+        if line and len(line) + 1 + len(group) > width - 2:
+            lines.append(line + " \\")
+            line = "    " + group
+        else:
+            line = f"{line} {group}" if line else group
+    return "\n".join(lines + [line])

@@ -5,13 +5,12 @@ machines, and per run its command line, its folded commands and its verdicts.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 
 from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
 from fxprobe.report.ceilings import artefact
 from fxprobe.report.collect import RunView
-from fxprobe.report.commands import CommandGroup
+from fxprobe.report.commands import CommandGroup, wrapped
 from fxprobe.report.evidence import Link, criterion_links
 from fxprobe.report.headline import Headline, headline
 from fxprobe.report.machines import Machine, machines
@@ -135,7 +134,7 @@ def claims_rows(run: RunView) -> tuple[tuple[str, str, str, str], ...]:
 
 def run_section(run: RunView, runs: list[RunView], plots: dict[str, str], figures: list[Figure]) -> RunSection:
     argv = run.results.get("argv")
-    line = shlex.join(str(a) for a in argv) if isinstance(argv, list) and argv else run.command
+    line = wrapped([str(a) for a in argv], COMMAND_WIDTH) if isinstance(argv, list) and argv else run.command
     return RunSection(run.name, run.command, run.outcome, str(run.results.get("finished", "?")), line,
                       tuple(run.command_groups), len(run.command_records),
                       tuple(table(v, run, runs, plots) for v in run.verdicts if not run.gates),
