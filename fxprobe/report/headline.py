@@ -45,9 +45,10 @@ class GateLine:
         c = self.deciding
         if c is None:
             return "no criteria"
-        text = f"{c.name}: {c.measured_text()}"
-        if c.comparator:
-            text += f" (need {c.comparator} {c.threshold_text()})"
+        need = f" (need {c.comparator} {c.threshold_text()})" if c.comparator else ""
+        if c.measured is None:             # not run or error: what it needed and why it has no figure
+            return f"{c.name}{need}: " + (c.detail.split(";")[0] if c.detail else "no measurement")
+        text = f"{c.name}: {c.measured_text()}{need}"
         if c.outcome in (Outcome.NOT_RUN, Outcome.ERROR) and c.detail:
             text += f" - {c.detail.split(';')[0]}"
         return text
