@@ -38,7 +38,7 @@ def test_a_failing_command_records_outcome_error_with_reason_and_exit_code(tmp_p
     code = fxprobe(tmp_path, "gate", "all", "--evidence", str(run))
     gates = results_of(only_run(tmp_path, "gate all"))
     g2 = next(g for g in gates["gates"] if g["name"].startswith("G2"))
-    line = next(c for c in g2["criteria"] if c["name"] == "line efficiency")
+    line = next(c for c in g2["criteria"] if c["name"] == "line efficiency vs the gate's line rate")
     assert code == 4 and gates["outcome"] == "error" and g2["outcome"] == "error"
     assert line["outcome"] == "error" and "iperf3" in line["detail"] and "(exit 4)" in line["detail"]
 

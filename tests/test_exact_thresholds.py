@@ -51,18 +51,20 @@ def test_a_value_just_below_the_threshold_prints_the_digits_that_fail_it(tmp_pat
 
 
 def test_declared_scales_are_exact(tmp_path):
-    """0.57 of the line is 57 % (in floats 0.57 x 100 = 56.99999999999999, a FAIL); 259200 s is 72 h."""
+    """57 Gb/s of 100 Gb/s is 57 % (0.57 x 100 = 56.99999999999999 in floats, a FAIL); 259200 s is 72 h."""
     soak = fake_run(tmp_path, "soak", {"duration_s": 259200.0, "interruptions": []})
-    line = fake_run(tmp_path, "line-efficiency", {"summary": {"line_efficiency": 0.57}})
+    line = fake_run(tmp_path, "line-efficiency", {"summary": {"line_efficiency": 0.57, "mean_bps": 57e9},
+                                                  "port_speed_bps": 100e9})
     evidence = Evidence.from_paths([soak, line])
     config = parse_config("[g2]\nline_efficiency_min_pct = 57.0\n", "lab.toml")
     g2 = {c.name: c for c in GATES["g2"].evaluate(evidence, config).criteria}
-    assert g2["line efficiency"].outcome is Outcome.PASS, g2["line efficiency"].line()
-    assert "57.0 % (need >= 57.0 %, margin 0.0 %)" in g2["line efficiency"].line()
+    assert g2[LINE].outcome is Outcome.PASS, g2[LINE].line()
+    assert "57.0 % (need >= 57.0 %, margin 0.0 %)" in g2[LINE].line()
     g4 = {c.name: c for c in GATES["g4"].evaluate(evidence, load_config(None)).criteria}
     assert g4["soak duration"].outcome is Outcome.PASS and "72 h (need >= 72 h, margin 0 h)" in g4["soak duration"].line()
 
 
+LINE = "line efficiency vs the gate's line rate"
 NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
 
 

@@ -27,7 +27,9 @@ def selftest(base, drives, outcome="pass"):
 def full_evidence(base) -> list[Path]:
     return [
         selftest(base, 24),
-        fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.8412}}),
+        fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.8412, "mean_bps": 84.12e9},
+                                           "line_rate_bps": 100e9, "port_speed_bps": 100e9, "interface": "ens1f0",
+                                           "line_rate_source": "/sys/class/net/ens1f0/speed"}),
         fake_run(base, "run", {"baseline_comparison": {"ttft_p50_s": {"measured": 7.9, "reference": 7.53},
                                                        "tok_s": {"measured": 55.0, "reference": 56.6}}}),
         fake_run(base, "run", {"workload": {"direction": "read", "nodes": [f"host{i}" for i in range(8)],
@@ -85,9 +87,9 @@ def test_all_gates_pass_from_complete_evidence(tmp_path, capsys):
     for key in ("g1", "g2", "g4"):
         assert verdicts[key].outcome is Outcome.PASS, verdicts[key].lines()
     g2 = {c.name: c for c in verdicts["g2"].criteria}
-    assert g2["line efficiency"].measured == pytest.approx(84.12)
+    assert g2["line efficiency vs the gate's line rate"].measured == pytest.approx(84.12)
     assert g2["baseline ttft_p50_s deviation"].measured == pytest.approx(4.913, abs=1e-3)
-    assert g2["line efficiency"].evidence.endswith("results.json")
+    assert g2["line efficiency vs the gate's line rate"].evidence.endswith("results.json")
     # G3 has its multi-node part but no benchmark comparison: not run, naming it
     g3 = {c.name: c for c in verdicts["g3"].criteria}
     assert g3["multi-node read-back vs NIC ceiling"].outcome is Outcome.PASS
@@ -164,10 +166,11 @@ def test_g2_reads_a_real_line_efficiency_run(tmp_path, capsys):
     assert code in (0, 1), capsys.readouterr()
     (run,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("line-efficiency")]
     capsys.readouterr()
-    assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(run)) in (1, 3)
+    assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(run)) == 4     # lo reports no speed: ERROR
     out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if "line efficiency:" in l)
-    assert "(need >= 83.0 %" in line and "transport TCP" in line and str(run) in line
+    line = next(l for l in out.splitlines() if "line efficiency vs the gate's line rate:" in l)
+    assert "(need >= 83.0 %" in line and "TCP" in line and str(run) in line
+    assert "line rate 100 Gb/s (g2.line_rate_gbps" in line
 
 
 def test_g2_compares_measured_benchmarks_with_the_reference_table(tmp_path, capsys):
@@ -185,7 +188,8 @@ def test_g2_compares_measured_benchmarks_with_the_reference_table(tmp_path, caps
     (first, second) = sorted(p for p in (tmp_path / "runs").iterdir() if p.name.endswith("gate-g2"))
     assert (first / "raw" / "measured" / "r2-array-c8.json").exists() and (first / "raw" / "reference.toml").exists()
     capsys.readouterr()
-    line_eff = fake_run(tmp_path / "ev", "line-efficiency", {"summary": {"line_efficiency": 0.9}})
+    line_eff = fake_run(tmp_path / "ev", "line-efficiency", {"summary": {"line_efficiency": 0.9, "mean_bps": 90e9},
+                                                             "port_speed_bps": 100e9})
     assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(first), "--evidence", str(line_eff)) == 0
 
 
@@ -196,3 +200,33 @@ def test_g2_reference_errors_are_bad_input(tmp_path, capsys):
                    "--ttft-column", "nope") == 2
     assert "no row has column 'nope'" in capsys.readouterr().err
     assert fxprobe(tmp_path, "gate", "g2", "--measured", r2("array")[0]) == 2
+
+
+def test_g2_judges_the_gate_s_line_rate_not_the_port_s(tmp_path):
+    """A 10 GbE port at 95 % of ITS speed used to pass the "83 % on 100 GbE" criterion."""
+    ten_gbe = fake_run(tmp_path, "line-efficiency", {
+        "summary": {"line_efficiency": 0.95, "mean_bps": 9.5e9}, "label": "RDMA READ (ib_read_bw)",
+        "line_rate_bps": 10e9, "line_rate_source": "/sys/class/net/eth1/speed", "port_speed_bps": 10e9,
+        "interface": "eth1"})
+    g2 = GATES["g2"].evaluate(Evidence.from_paths([ten_gbe]), load_config(ROOT / "gates.toml"))
+    by_name = {c.name: c for c in g2.criteria}
+    efficiency = by_name["line efficiency vs the gate's line rate"]
+    port = by_name["port nominal speed vs the gate's line rate"]
+    assert efficiency.outcome is Outcome.FAIL and efficiency.measured == pytest.approx(9.5)
+    assert "9.5 % (need >= 83.0 %" in efficiency.line() and "line rate 100 Gb/s (g2.line_rate_gbps" in efficiency.line()
+    assert port.outcome is Outcome.FAIL and "10 Gb/s (need >= 100 Gb/s" in port.line() and "eth1" in port.line()
+    # the same goodput on a 100 GbE port that reports 100 Gb/s: the port criterion passes, efficiency still fails
+    hundred = fake_run(tmp_path, "line-efficiency", {"summary": {"line_efficiency": 0.095, "mean_bps": 9.5e9},
+                                                     "port_speed_bps": 100e9})
+    g2 = GATES["g2"].evaluate(Evidence.from_paths([hundred]), load_config(ROOT / "gates.toml"))
+    assert [c.outcome for c in g2.criteria][:2] == [Outcome.FAIL, Outcome.PASS]
+
+
+def test_a_line_rate_asserted_with_the_option_is_not_the_port_s_speed(tmp_path):
+    """--line-rate 100 on a port that does not say its speed: the port criterion is ERROR, never PASS."""
+    claimed = fake_run(tmp_path, "line-efficiency", {"summary": {"line_efficiency": 0.9, "mean_bps": 90e9},
+                                                     "line_rate_bps": 100e9, "line_rate_source": "--line-rate",
+                                                     "port_speed_bps": None})
+    g2 = GATES["g2"].evaluate(Evidence.from_paths([claimed]), load_config(ROOT / "gates.toml"))
+    port = next(c for c in g2.criteria if c.name.startswith("port nominal speed"))
+    assert port.outcome is Outcome.ERROR and "not recorded" in port.detail

@@ -65,7 +65,8 @@ g4 = _make_single("g4", "stability and sign-off")
 @config_option
 @pass_app
 def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths, config_path):
-    """G2 single-node baseline (each metric within +-10 % of the reference) and line efficiency (>= 83 %).
+    """G2 single-node baseline (each metric within +-10 % of the reference) and line efficiency: goodput
+    >= 83 % of the gate's line rate (gates.toml g2.line_rate_gbps, 100 Gb/s), on a port at least that fast.
 
     With --measured and --reference this run compares the benchmarks itself (copies kept in raw/);
     otherwise it reads earlier comparisons and line-efficiency runs from --evidence.

@@ -10,7 +10,9 @@ G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference
       (``fxprobe gate g2 --measured FILE... --reference TABLE.toml`` writes one, see gates.g2)
       |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric
     runs with ``command`` "line-efficiency" (or any holding the field):
-      ``summary.line_efficiency`` (a fraction) x 100 >= g2.line_efficiency_min_pct (83)
+      ``summary.mean_bps`` (goodput) / (g2.line_rate_gbps x 1e9) x 100 >= g2.line_efficiency_min_pct (83):
+      against the GATE's line rate (100 Gb/s), never the port's own speed; and
+      ``port_speed_bps`` (the port's reported speed) / 1e9 >= g2.line_rate_gbps
 G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain per
       concurrency, re-judged with the current thresholds (see :mod:`fxprobe.gates.g3`)
     ``run`` results with ``workload.direction`` "read" and 2+ ``workload.nodes``:
@@ -34,7 +36,7 @@ from fractions import Fraction
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
-from fxprobe.core.verdict import Criterion, Outcome, exact
+from fxprobe.core.verdict import Criterion, Outcome, exact, format_number
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
 BASELINE = Requirement("baseline comparison run",
@@ -89,15 +91,64 @@ def baseline_deviation_criteria(evidence: Evidence, config: GateConfig) -> list[
     return criteria
 
 
+LINE_RATE_NAME = "line efficiency vs the gate's line rate"
+PORT_SPEED_NAME = "port nominal speed vs the gate's line rate"
+
+
+def _port_speed(run) -> tuple[Fraction | None, str]:
+    """The port's own reported speed; older runs without ``port_speed_bps`` give it only when the line
+    rate was read from the port (not asserted with --line-rate)."""
+    value = run.get("port_speed_bps", None)
+    if value is None and str(run.get("line_rate_source", "")).startswith("/sys/"):
+        value = run.get("line_rate_bps", None)
+    try:
+        return exact(value) / 10 ** 9, ""
+    except ValueError:
+        return None, f"{run.evidence}: the port's nominal speed is not recorded (port_speed_bps: {value!r})"
+
+
+def line_rate_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    """G2 stress test: goodput / the gate's line rate (g2.line_rate_gbps, not the port's own speed) >= the
+    minimum, and the port's nominal speed >= that line rate (a 10 GbE port cannot pass a 100 GbE gate)."""
+    rate, least = config.get("g2", "line_rate_gbps"), config.get("g2", "line_efficiency_min_pct")
+    runs = evidence.matching(LINE_EFFICIENCY)
+    if not runs:
+        return [LINE_EFFICIENCY.absent(LINE_RATE_NAME, least, ">=", "%"),
+                LINE_EFFICIENCY.absent(PORT_SPEED_NAME, rate, ">=", "Gb/s")]
+    criteria = []
+    for run in runs:
+        suffix = "" if len(runs) == 1 else f" [{run.path.name}]"
+        if run.errored:
+            criteria += [errored(LINE_RATE_NAME + suffix, run, least, ">=", "%"),
+                         errored(PORT_SPEED_NAME + suffix, run, rate, ">=", "Gb/s")]
+            continue
+        against = f"against the gate's line rate {format_number(rate)} Gb/s (g2.line_rate_gbps, {config.source})"
+        goodput = run.get("summary.mean_bps", None)
+        try:
+            efficiency = exact(goodput) / (exact(rate) * 10 ** 9) * 100
+            criteria.append(Criterion.compare(
+                LINE_RATE_NAME + suffix, efficiency, ">=", least, unit="%", evidence=run.evidence,
+                detail=f"goodput {format_number(goodput / 1e9)} Gb/s {against}; {run.get('label', '?')}"))
+        except (ValueError, TypeError, ZeroDivisionError):
+            criteria.append(Criterion(LINE_RATE_NAME + suffix, Outcome.ERROR, None, least, ">=", "%",
+                                      f"{run.evidence}: summary.mean_bps is not a finite number ({goodput!r})",
+                                      run.evidence))
+        speed, problem = _port_speed(run)
+        port = f"{run.get('interface', '?')} as it reports itself"
+        criteria.append(Criterion.compare(PORT_SPEED_NAME + suffix, speed, ">=", rate, unit="Gb/s",
+                                          detail=problem or f"{port}; {against}", evidence=run.evidence)
+                        if speed is not None else
+                        Criterion(PORT_SPEED_NAME + suffix, Outcome.ERROR, None, rate, ">=", "Gb/s", problem,
+                                  run.evidence))
+    return criteria
+
+
 G1 = Gate("g1", "delivery acceptance", checks=(
     Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
           ">=", "drives_expected"),
     OutcomeCheck("self-test passed", SELFTEST),
 ))
-G2 = Gate("g2", "single-node baseline", checks=(
-    Check("line efficiency", LINE_EFFICIENCY, "summary.line_efficiency", ">=", "line_efficiency_min_pct",
-          unit="%", scale=100, context=(("transport", "label"), ("line rate Gb/s", "line_rate_bps", 1e-9))),
-), extras=(baseline_deviation_criteria,))
+G2 = Gate("g2", "single-node baseline", extras=(line_rate_criteria, baseline_deviation_criteria))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(
     Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=Fraction(1, 3600),

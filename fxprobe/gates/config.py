@@ -16,7 +16,7 @@ DEFAULT_FILE = "gates.toml"
 
 DEFAULTS: dict[str, dict[str, float]] = {
     "g1": {"drives_expected": 24},
-    "g2": {"baseline_tolerance_pct": 10.0, "line_efficiency_min_pct": 83.0},
+    "g2": {"baseline_tolerance_pct": 10.0, "line_efficiency_min_pct": 83.0, "line_rate_gbps": 100.0},
     "g3": {"ttft_reduction_min_pct": 25.0, "throughput_gain_min_pct": 29.0,
            "throughput_gain_max_pct": 40.0, "nodes_sharing": 8, "nic_ceiling_min_pct": 90.0},
     "g4": {"soak_hours_min": 72.0, "interruptions_max": 0, "fault_visible_errors_max": 0},
