@@ -40,8 +40,9 @@ def full_evidence(base) -> list[Path]:
         fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0}}),
         fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0}}),
         fake_run(base, "fault run", {"dry_run": True, "plan": {"kind": "link-down"}}),  # ignored
-        fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a",
-                                                          "key_source": "signer.pub", "folder": "report"}}),
+        fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a", "pinned": True,
+                                                          "signature": "valid", "key_source": "vendor.pub",
+                                                          "folder": "report"}}),
     ]
 
 

@@ -83,4 +83,4 @@ def test_manifest_hashes_every_file_and_detects_change(run):
     assert run.verify_manifest() == []
     path = run.path / "results.json"
     data = bytearray(path.read_bytes()); data[0] ^= 1; path.write_bytes(bytes(data))
-    assert run.verify_manifest() == ["results.json: changed"]
+    assert run.verify_manifest() == ["results.json: changed (SHA-256 differs from the manifest)"]

@@ -19,6 +19,7 @@ from fxprobe.host import environment
 @dataclass
 class App:
     runs_base: Path = Path(os.environ.get("FXPROBE_RUNS", "runs"))
+    runs_given: bool = bool(os.environ.get("FXPROBE_RUNS"))   # --runs, --run-dir or FXPROBE_RUNS chose it
     run_dir: Path | None = None
     json_output: bool = False
     verbosity: int = 0

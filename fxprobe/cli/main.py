@@ -77,6 +77,7 @@ def cli(ctx: click.Context, run_dir, runs_base, json_output, verbose, quiet):
     app.json_output, app.verbosity, app.run_dir = json_output, verbose - quiet, run_dir
     if runs_base is not None:
         app.runs_base = runs_base
+    app.runs_given = runs_base is not None or run_dir is not None or app.runs_given
     ctx.obj = app
 
 

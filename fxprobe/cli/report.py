@@ -8,7 +8,8 @@ import click
 
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.report.build import build_report
-from fxprobe.report.bundle import verify_bundle
+from fxprobe.core.errors import BadInput
+from fxprobe.report.bundle import bundle_around, verify_bundle
 from fxprobe.report.signing import generate_keypair
 from fxprobe.core.verdict import Outcome
 
@@ -45,14 +46,31 @@ def build(app, run_dirs, out, private_key, title):
 
 @report.command()
 @click.argument("folder", type=_paths)
-@click.option("--public-key", type=_paths, default=None, help="The signer's public key (PEM).")
+@click.option("--public-key", type=_paths, default=None,
+              help="The signer's public key (PEM), pinned: without it the signer is not checked (NOT RUN).")
 @pass_app
 def verify(app, folder, public_key):
-    """Re-hash every file of a report, name any changed one, and check the signature."""
+    """Check the signature, then re-hash every file of a report and name any changed one.
+
+    Writes nothing inside FOLDER: its own record goes to --runs/--run-dir (or FXPROBE_RUNS) when one is
+    given (G4 reads it from there), and is not written otherwise."""
+    bundle = bundle_around(folder) or Path(folder).resolve()
+    if app.runs_given and _inside(app.run_dir or app.runs_base, bundle):
+        raise BadInput(f"{app.run_dir or app.runs_base}: inside the report {bundle} being verified",
+                       hint="write the verification record elsewhere with --runs DIR")
     result = verify_bundle(folder, public_key)
+    if not app.runs_given:
+        app.emit({"verification": result.to_dict(), "outcome": result.outcome.value},
+                 result.lines() + ["record not written (pass --runs DIR to keep it as G4 evidence)"])
+        return result.outcome.exit_code
     run = app.new_run("report verify")
     return finish(app, run, "report verify", {"verification": result.to_dict()}, result.lines(),
-                  Outcome.PASS if result.ok else Outcome.FAIL)
+                  result.outcome, reason=result.reason)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    resolved = Path(path).resolve()
+    return resolved == folder or folder in resolved.parents
 
 
 @report.command()

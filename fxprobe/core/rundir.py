@@ -17,7 +17,6 @@ Layout::
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from fxprobe.core.errors import EXIT_ERROR, BadInput, FxprobeError
+from fxprobe.core.manifest import bundle_around
+from fxprobe.core.manifest import compare as compare_manifest
+from fxprobe.core.manifest import sha256_file  # noqa: F401  (re-exported: callers hash files through rundir)
+from fxprobe.core.manifest import write as write_manifest
 from fxprobe.core.verdict import Outcome
 
 MANIFEST = "manifest.json"
@@ -53,14 +56,6 @@ def utc_stamp(moment: dt.datetime | None = None) -> str:
 
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "x"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -97,7 +92,15 @@ class RunDir:
     @classmethod
     def start(cls, command: str, argv: list[str], *, base: Path | None = None, path: Path | None = None,
               folder: str | None = None) -> "RunDir":
-        """A new run directory (``base/<UTC time>-<folder or command>/``, or exactly ``path``) that has begun."""
+        """A new run directory (``base/<UTC time>-<folder or command>/``, or exactly ``path``) that has begun.
+
+        Never inside a report bundle (``./runs`` of a command run in a bundle folder would change what was
+        signed): BadInput naming the bundle."""
+        where = path if path is not None else Path(base if base is not None else "runs")
+        bundle = bundle_around(where)
+        if bundle is not None:
+            raise BadInput(f"{where}: inside the signed report {bundle}; evidence written there would change it",
+                           hint="choose another place with --runs DIR (or --run-dir DIR)")
         if path is not None:
             path = Path(path)
             if path.exists() and not path.is_dir():
@@ -233,15 +236,13 @@ class RunDir:
             self.write_environment(snapshot())
 
     def finalize(self) -> dict:
-        """Write manifest.json: SHA-256 and size of every file but itself."""
-        files = {}
-        for path in sorted(self.path.rglob("*")):
-            if path.is_file() and path.name != MANIFEST and not path.name.endswith(".tmp"):
-                rel = path.relative_to(self.path).as_posix()
-                files[rel] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-        manifest = {"created": utc_stamp(), "algorithm": "sha256", "files": files}
-        write_json(self.path / MANIFEST, manifest)
+        """Write manifest.json: SHA-256 and size of every file but itself (fxprobe.core.manifest)."""
+        manifest, _ = write_manifest(self.path / MANIFEST, self.path, self._unlisted, utc_stamp())
         return manifest
+
+    @staticmethod
+    def _unlisted(rel: str) -> bool:
+        return rel == MANIFEST or rel.endswith(".tmp") or rel.startswith("signature")
 
     # -- reading ---------------------------------------------------------
     def commands(self):
@@ -263,19 +264,6 @@ class RunDir:
             raise BadInput(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
     def verify_manifest(self) -> list[str]:
-        """Names of files whose hash differs from the manifest, or that appeared/vanished."""
+        """Each file whose hash differs from the manifest, or that appeared/vanished, one line each."""
         manifest = json.loads((self.path / MANIFEST).read_text())
-        problems = []
-        seen = set()
-        for rel, entry in manifest["files"].items():
-            path = self.path / rel
-            seen.add(rel)
-            if not path.exists():
-                problems.append(f"{rel}: missing")
-            elif sha256_file(path) != entry["sha256"]:
-                problems.append(f"{rel}: changed")
-        for path in self.path.rglob("*"):
-            rel = path.relative_to(self.path).as_posix()
-            if path.is_file() and rel not in seen and path.name != MANIFEST and not rel.startswith("signature"):
-                problems.append(f"{rel}: not in manifest")
-        return problems
+        return compare_manifest(self.path, manifest["files"], self._unlisted)

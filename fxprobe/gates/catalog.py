@@ -25,8 +25,9 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
       ``impact.errors`` (I/O errors seen by the workload) <= g4.fault_visible_errors_max
       the run's own ``outcome`` == pass (the fault engine's "invisible" verdict: errors,
       stall, throughput and p99 in the fault window)
-    runs with ``command`` "report verify": ``outcome`` == pass (every hash and the Ed25519
-      signature of the joint-test report checked; ``verification.key_source`` says which key)
+    runs with ``command`` "report verify": ``verification.ok`` and ``signature`` "valid" (every hash and
+      the Ed25519 signature of the joint-test report checked), AND the key pinned: the signer among
+      g4.trusted_signers, or ``verification.pinned`` (``--public-key``); against the bundled key only: not run
 """
 
 from __future__ import annotations
@@ -143,6 +144,41 @@ def line_rate_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion
     return criteria
 
 
+SIGNED_NAME = "signed joint-test report verified"
+
+
+def _signed(run, trusted: tuple[str, ...]) -> tuple[Outcome, str]:
+    """A verification counts only against a pinned key: --public-key at verify time, or the signer among
+    gates.toml [g4] trusted_signers; checked only against the bundle's own key it is NOT RUN, never PASS."""
+    signer, source = str(run.get("verification.signer", "") or ""), run.get("verification.key_source", "?")
+    where = f"report {run.get('verification.folder', '?')}, signer {signer or '-'} (key: {source})"
+    problems = run.get("verification.problems", []) or []
+    if not run.get("verification.ok", False) or run.get("verification.signature") != "valid":
+        return Outcome.FAIL, f"NOT VERIFIED: {'; '.join(map(str, problems)) or 'signature not valid'}; {where}"
+    if trusted and signer not in trusted:
+        return Outcome.FAIL, f"signed by {signer}, not one of the trusted signers {', '.join(trusted)}; {where}"
+    if trusted or run.get("verification.pinned", False) is True:
+        return Outcome.PASS, f"{where}, pinned by " + ("gates.toml [g4] trusted_signers" if trusted else source)
+    return Outcome.NOT_RUN, (f"verified only against the bundle's own signer.pub: who signed is not checked; pin "
+                             f"it with gates.toml [g4] trusted_signers = [\"{signer}\"] or `report verify "
+                             f"--public-key SIGNER.pub`; {where}")
+
+
+def signed_report_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    runs = evidence.matching(REPORT_VERIFY)
+    if not runs:
+        return [REPORT_VERIFY.absent(SIGNED_NAME, "pass", "==")]
+    criteria = []
+    for run in runs:
+        name = SIGNED_NAME if len(runs) == 1 else f"{SIGNED_NAME} [{run.path.name}]"
+        if run.errored:
+            criteria.append(errored(name, run, "pass", "=="))
+            continue
+        outcome, detail = _signed(run, config.trusted_signers())
+        criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence))
+    return criteria
+
+
 G1 = Gate("g1", "delivery acceptance", checks=(
     Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
           ">=", "drives_expected"),
@@ -160,10 +196,7 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     Check("link cut: I/O errors seen by the workload", LINK_FAULT, "impact.errors", "<=",
           "fault_visible_errors_max"),
     OutcomeCheck("link cut invisible to the workload", LINK_FAULT),
-    OutcomeCheck("signed joint-test report verified", REPORT_VERIFY,
-                 context=(("report", "verification.folder"), ("signer", "verification.signer"),
-                          ("key from", "verification.key_source"))),
-))
+), extras=(lambda evidence, config: signed_report_criteria(evidence, config),))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
 

@@ -19,8 +19,18 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "g2": {"baseline_tolerance_pct": 10.0, "line_efficiency_min_pct": 83.0, "line_rate_gbps": 100.0},
     "g3": {"ttft_reduction_min_pct": 25.0, "throughput_gain_min_pct": 29.0,
            "throughput_gain_max_pct": 40.0, "nodes_sharing": 8, "nic_ceiling_min_pct": 90.0},
-    "g4": {"soak_hours_min": 72.0, "interruptions_max": 0, "fault_visible_errors_max": 0},
+    "g4": {"soak_hours_min": 72.0, "interruptions_max": 0, "fault_visible_errors_max": 0, "trusted_signers": []},
 }
+LISTS = {"trusted_signers"}     # not thresholds: the Ed25519 key fingerprints whose signature G4 accepts
+
+
+def _fingerprints(value, where: str) -> list[str]:
+    """16 lower-case hex digits each (`fxprobe report keygen` prints them)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and len(v) == 16 and
+                                              all(c in "0123456789abcdef" for c in v) for v in value):
+        raise BadInput(f"{where} must be a list of key fingerprints (16 hex digits, as `fxprobe report keygen` "
+                       f"prints), got {value!r}")
+    return list(value)
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,9 @@ class GateConfig:
     def to_dict(self) -> dict:
         return {"source": self.source, "thresholds": self.values}
 
+    def trusted_signers(self) -> tuple[str, ...]:
+        return tuple(self.values.get("g4", {}).get("trusted_signers") or ())
+
 
 def parse_config(text: str, source: str) -> GateConfig:
     data = parse_toml(text, source)
@@ -50,6 +63,9 @@ def parse_config(text: str, source: str) -> GateConfig:
             if key not in DEFAULTS[gate]:
                 raise BadInput(f"{source}: unknown threshold {gate}.{key}",
                                hint=f"known: {', '.join(DEFAULTS[gate])}")
+            if key in LISTS:
+                values[gate][key] = _fingerprints(value, f"{source}: {gate}.{key}")
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise BadInput(f"{source}: {gate}.{key} must be a number, got {value!r}")
             values[gate][key] = value
