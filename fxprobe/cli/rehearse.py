@@ -8,6 +8,7 @@ import click
 
 from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.lab.rehearse import Rehearse
+from fxprobe.report.headline import bundle_headlines
 
 
 @click.command()
@@ -21,7 +22,8 @@ def rehearse(app: App, lab_name, soak_seconds, key) -> int:
     (soak, drive pull, link cut), judge the gates and write a signed report."""
     run = app.new_run("rehearse")
     result = Rehearse(app.runner(run), run.path, app.progress, key, soak_seconds, lab_name).run()
-    human = ["gate table (thresholds from gates.toml; an emulated lab is not expected to meet them):"]
+    human = [line for h in bundle_headlines(result.report) for line in h.lines()] if result.report else []
+    human += ["gate table (thresholds from gates.toml; an emulated lab is not expected to meet them):"]
     human += ["  " + line for line in result.gate_table] or ["  (no gate table)"]
     human.append(f"report: {result.report / 'report.html' if result.report else '-'}")
     return finish_verdict(app, run, "rehearse", result.verdict(), result.to_dict(), human)

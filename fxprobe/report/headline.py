@@ -145,3 +145,12 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...]) -> Hea
     missing = [g for g in GATES if g not in judged]
     label, source = thresholds_label(results)
     return Headline(decide(lines, missing), label, source, tuple(lines), tuple(missing), run_name)
+
+
+def bundle_headlines(folder: Path) -> list[Headline]:
+    """The decisions of a report bundle (one per gate run under ``evidence/``), buyer's thresholds first."""
+    from fxprobe.report.collect import read_run
+    runs = [read_run(p) for p in sorted((Path(folder) / "evidence").iterdir()) if (p / "results.json").is_file()] \
+        if (Path(folder) / "evidence").is_dir() else []
+    heads = [headline(run.name, run.results, run.gates) for run in runs if run.gates]
+    return sorted(heads, key=lambda h: h.thresholds != "buyer's thresholds")
