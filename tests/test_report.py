@@ -206,3 +206,13 @@ def test_summary_plot_rows_are_the_gates_or_else_each_run_labelled(tmp_path):
     assert len(set(labels)) == 2                     # two runs' "I/O errors" never share a bar
     gate = read_run(fake_run(tmp_path, "gate all", {"gates": [{"name": "G4 stability", "criteria": [criterion]}]}))
     assert [(label, v.name) for label, v in summary_rows([*faults, gate])] == [("G4", "G4 stability")]
+
+
+def test_the_terminal_and_the_report_give_the_same_decision(bundle, capsys):
+    from fxprobe.report.headline import Decision, bundle_headlines
+    out, _, built = bundle
+    assert [h.lines() for h in bundle_headlines(out)] == [h.lines() for h in built.headlines]
+    (head,) = built.headlines
+    assert head.decision is Decision.NOT_ACCEPTED and head.missing == ("G1", "G2", "G4")
+    assert (out / "report.md").read_text().split("\n\n")[1].startswith("**NOT ACCEPTED** - judged with the buyer's")
+    assert built.lines()[0] == head.lines()[0]
