@@ -36,10 +36,13 @@ def report():
 @click.option("--key", "private_key", type=_paths, default=None, envvar="FXPROBE_SIGNING_KEY",
               help="Ed25519 private key (PEM) that signs the manifest (env FXPROBE_SIGNING_KEY).")
 @click.option("--title", default="fxprobe acceptance report")
+@click.option("--junit-not-run", type=click.Choice(["failure", "skipped"]), default="failure", show_default=True,
+              help="How junit.xml reports a NOT RUN criterion: a failure (a gate that never ran is not green) or "
+                   "skipped.")
 @pass_app
-def build(app, run_dirs, out, private_key, title):
+def build(app, run_dirs, out, private_key, title, junit_not_run):
     """Markdown + HTML + JUnit XML over RUN_DIRS, with the evidence copied, hashed and signed."""
-    built = build_report(list(run_dirs), out, private_key, title)
+    built = build_report(list(run_dirs), out, private_key, title, junit_not_run)
     run = app.new_run("report")
     return finish(app, run, "report", {"report": built.to_dict()}, built.lines(), Outcome.PASS)
 

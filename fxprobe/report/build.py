@@ -125,7 +125,7 @@ def _copy_runs(runs: list[RunView], out: Path) -> None:
 
 
 def build_report(run_paths: list[Path], out: Path, private_key: Path | None = None,
-                 title: str = "fxprobe acceptance report") -> BuiltReport:
+                 title: str = "fxprobe acceptance report", junit_not_run: str = "failure") -> BuiltReport:
     if not run_paths:
         raise BadInput("report: no run directories given", hint="fxprobe report RUNDIR... --out DIR")
     runs = [read_run(Path(p)) for p in run_paths]
@@ -141,7 +141,7 @@ def build_report(run_paths: list[Path], out: Path, private_key: Path | None = No
     model = build_model(title, utc_stamp(), bundled, per_run, link, top, data)
     (out / "report.md").write_text(markdown(model))
     (out / "report.html").write_text(html_page(model))
-    (out / "junit.xml").write_text(junit_xml(runs))
+    (out / "junit.xml").write_text(junit_xml(runs, junit_not_run))
     manifest = write_manifest(out, private_key)
     rows = tuple((v.name, v.outcome.value) for v in gate_verdicts(runs))
     return BuiltReport(out, tuple(r.name for r in runs), len(manifest["files"]), manifest["signer"], rows,

@@ -56,8 +56,8 @@ def read_run(path: Path) -> RunView:
     verdicts += [verdict_from_dict(item) for item in results.get("gates") or [] if isinstance(item, dict)]
     gates = tuple(verdicts) if str(results.get("command", "")).split(" ")[0] == "gate" else ()
     if not verdicts and isinstance(results.get("criteria"), list):   # e.g. a fault run: "verdict" is a word
-        word = results.get("verdict") if isinstance(results.get("verdict"), str) else ""
-        name = f"{results.get('command', run.path.name)}" + (f" ({word})" if word else "")
+        plan = results.get("plan") if isinstance(results.get("plan"), dict) else {}
+        name = " ".join(str(x) for x in (results.get("command", run.path.name), plan.get("scenario")) if x)
         verdicts.append(verdict_from_dict({"name": name, "criteria": results["criteria"]}))
     commands = tuple(c for c in (fold(r) for r in run.commands() if isinstance(r, dict)) if c is not None)
     return RunView(run.path, results, tuple(verdicts), tuple(commands), gates)
