@@ -1,36 +1,72 @@
 """Gate thresholds: defaults from the buyer's gate table, overridable with ``gates.toml``.
 
-Every key that a TOML file sets must be known here (a typo is an error, not a silent
-default) and must be a number.
+The schema (:class:`GatesFile`) is the one place that says what a gates file may hold: every key is known
+(a typo is an error, not a silent default), every value is a finite number of the right kind (a count is a
+whole number >= 1, a percentage is 0-100, a maximum of errors is >= 0) and the band of G3's throughput gain
+has min <= max. A bad file is one line naming the file and the field (exit 2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, model_validator
 
 from fxprobe.core.errors import BadInput
+from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt, validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 DEFAULT_FILE = "gates.toml"
 
-DEFAULTS: dict[str, dict[str, float]] = {
-    "g1": {"drives_expected": 24},
-    "g2": {"baseline_tolerance_pct": 10.0, "line_efficiency_min_pct": 83.0, "line_rate_gbps": 100.0},
-    "g3": {"ttft_reduction_min_pct": 25.0, "throughput_gain_min_pct": 29.0,
-           "throughput_gain_max_pct": 40.0, "nodes_sharing": 8, "nic_ceiling_min_pct": 90.0},
-    "g4": {"soak_hours_min": 72.0, "interruptions_max": 0, "fault_visible_errors_max": 0, "trusted_signers": []},
-}
-LISTS = {"trusted_signers"}     # not thresholds: the Ed25519 key fingerprints whose signature G4 accepts
+
+class G1Thresholds(InputModel):
+    drives_expected: PositiveInt = 24
 
 
-def _fingerprints(value, where: str) -> list[str]:
-    """16 lower-case hex digits each (`fxprobe report keygen` prints them)."""
-    if not isinstance(value, list) or not all(isinstance(v, str) and len(v) == 16 and
-                                              all(c in "0123456789abcdef" for c in v) for v in value):
-        raise BadInput(f"{where} must be a list of key fingerprints (16 hex digits, as `fxprobe report keygen` "
-                       f"prints), got {value!r}")
-    return list(value)
+class G2Thresholds(InputModel):
+    baseline_tolerance_pct: Percent = 10.0
+    line_efficiency_min_pct: Percent = 83.0
+    line_rate_gbps: PositiveFloat = 100.0
+
+
+class G3Thresholds(InputModel):
+    ttft_reduction_min_pct: Percent = 25.0
+    throughput_gain_min_pct: Percent = 29.0
+    throughput_gain_max_pct: Percent = 40.0
+    nodes_sharing: PositiveInt = 8
+    nic_ceiling_min_pct: Percent = 90.0
+
+    @model_validator(mode="after")
+    def _band(self):
+        if self.throughput_gain_min_pct > self.throughput_gain_max_pct:
+            raise ValueError(f"throughput_gain_min_pct ({self.throughput_gain_min_pct:g}) is above "
+                             f"throughput_gain_max_pct ({self.throughput_gain_max_pct:g}); write min <= max")
+        return self
+
+
+Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$",
+                                   description="an Ed25519 key fingerprint, 16 hex digits (fxprobe report keygen)")]
+
+
+class G4Thresholds(InputModel):
+    soak_hours_min: PositiveFloat = 72.0
+    interruptions_max: NonNegativeInt = 0
+    fault_visible_errors_max: NonNegativeInt = 0
+    trusted_signers: list[Fingerprint] = []     # not a threshold: the keys whose signature G4 accepts
+
+
+class GatesFile(InputModel):
+    """gates.toml: one table per gate; a key left out keeps the buyer's default."""
+
+    g1: G1Thresholds = G1Thresholds()
+    g2: G2Thresholds = G2Thresholds()
+    g3: G3Thresholds = G3Thresholds()
+    g4: G4Thresholds = G4Thresholds()
+
+
+DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump()
 
 
 @dataclass(frozen=True)
@@ -52,27 +88,7 @@ class GateConfig:
 
 
 def parse_config(text: str, source: str) -> GateConfig:
-    data = parse_toml(text, source)
-    values = {gate: dict(keys) for gate, keys in DEFAULTS.items()}
-    for gate, table in data.items():
-        if gate not in DEFAULTS:
-            raise BadInput(f"{source}: unknown section [{gate}]", hint=f"known: {', '.join(DEFAULTS)}")
-        if not isinstance(table, dict):
-            raise BadInput(f"{source}: {gate} must be a table [{gate}]")
-        for key, value in table.items():
-            if key not in DEFAULTS[gate]:
-                raise BadInput(f"{source}: unknown threshold {gate}.{key}",
-                               hint=f"known: {', '.join(DEFAULTS[gate])}")
-            if key in LISTS:
-                values[gate][key] = _fingerprints(value, f"{source}: {gate}.{key}")
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise BadInput(f"{source}: {gate}.{key} must be a number, got {value!r}")
-            values[gate][key] = value
-    low, high = values["g3"]["throughput_gain_min_pct"], values["g3"]["throughput_gain_max_pct"]
-    if low > high:
-        raise BadInput(f"{source}: g3.throughput_gain_min_pct ({low}) is above g3.throughput_gain_max_pct ({high})")
-    return GateConfig(values, source)
+    return GateConfig(validate(GatesFile, parse_toml(text, source), source).model_dump(), source)
 
 
 def load_config(path: Path | None = None) -> GateConfig:
