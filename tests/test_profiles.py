@@ -91,13 +91,31 @@ def test_size_cap_makes_a_small_run():
 
 @pytest.mark.parametrize("data, words", [
     ({"kind": "kv-read", "model": {"name": "GPT-9"}}, ["unknown model 'GPT-9'", "Qwen2.5-32B-Instruct"]),
-    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"chunk_tokens": 0}}, ["kv.chunk_tokens", "> 0"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"chunk_tokens": 0}}, ["kv.chunk_tokens", ">= 1 (got 0)"]),
     ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"backend": "nfs"}},
-     ["kv.backend", "'nfs'", "localdisk, fs, block"]),
+     ["kv.backend", "'nfs'", "'localdisk', 'fs' or 'block'"]),
     ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"threadz": 4}}, ["'kv.threadz'", "threads"]),
     ({"kind": "kv-reed"}, ["'kind'", "kv-read"]),
     ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"tp": 3}}, ["kv.tp", "tp=3"]),
-    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"tp": "8"}}, ["kv.tp", "expected int"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"tp": "8"}}, ["kv.tp", "expected a whole number (got '8')"]),
+    # impossible inputs (issue 13): NaN/inf, negatives, fractions where a count is meant, zero timing
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "run": {"runtime": float("nan")}},
+     ["field 'run.runtime': must be a finite number (got nan)"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "run": {"runtime": float("inf")}},
+     ["field 'run.runtime': must be a finite number (got inf)"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "run": {"ramp": -1}}, ["field 'run.ramp': must be >= 0"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "run": {"steady_tolerance_pct": 0}},
+     ["field 'run.steady_tolerance_pct': must be > 0"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"zipf_theta": float("nan")}},
+     ["field 'kv.zipf_theta': must be a finite number"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"threads": 2.5}},
+     ["field 'kv.threads': expected a whole number (got 2.5)"]),
+    ({"kind": "kv-read", "model": {"name": "Llama-3.1-8B"}, "kv": {"odirect": 1}},
+     ["field 'kv.odirect': expected true or false (got 1)"]),
+    ({"kind": "small-files", "io": {"file_size": "-4K"}}, ["field 'io.file_size'", "not a size"]),
+    ({"kind": "small-files", "io": {"iodepth": 0}}, ["field 'io.iodepth': must be >= 1 (got 0)"]),
+    ({"kind": "kv-read", "model": {"layers": 4}}, ["[model] needs 'name'"]),
+    ({"kind": "kv-read", "model": "Llama"}, ["field 'model': expected a table"]),
 ])
 def test_validation_names_file_key_and_allowed_values(data, words):
     with pytest.raises(BadInput) as info:
@@ -161,3 +179,20 @@ def test_fio_parses_every_generated_job_file(tmp_path, name, block):
         job.write_text(job_text(d, target, mode=mode, log_prefix=str(tmp_path / "log")))
         result = Runner(None).run(["fio", "--parse-only", str(job)], timeout=30)
         assert result.ok, result.stderr
+
+
+def test_set_overrides_are_typed_and_checked_like_the_file():
+    from fxprobe.workload.profiles import check_overrides
+    assert check_overrides({"iodepth": "8", "odirect": "true", "cache": "warm", "zipf_theta": "1.1"}) == \
+        {"iodepth": 8, "odirect": True, "cache": "warm", "zipf_theta": 1.1}
+    for item, words in ((("iodepth", "abc"), "--set iodepth=abc: field 'iodepth': expected a whole number"),
+                        (("threads", "-1"), "--set threads=-1: field 'threads': must be >= 1"),
+                        (("threads", "2.5"), "expected a whole number (got '2.5')"),
+                        (("zipf_theta", "nan"), "must be a finite number"),
+                        (("block_size", "12Q"), "'12Q' is not a size"),
+                        (("nope", "1"), "'nope' is not a profile key")):
+        with pytest.raises(BadInput, match=None) as info:
+            check_overrides(dict([item]))
+        assert words in str(info.value)
+    d = derive(load_profile("qwen25-32b-cold-restore"), overrides={"iodepth": "4", "cache": "warm"})
+    assert d.iodepth == 4 and not d.cold

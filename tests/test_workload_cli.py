@@ -78,7 +78,7 @@ def write_profile(tmp_path, body: str) -> str:
 
 @pytest.mark.parametrize("body, text", [
     ('kind = "kv-read"\n[model]\nname = "GPT-9"\n', "unknown model 'GPT-9'"),
-    ('kind = "kv-read"\n[model]\nname = "Llama-3.1-8B"\n[kv]\nchunk_tokens = 0\n', "'kv.chunk_tokens' must be > 0"),
+    ('kind = "kv-read"\n[model]\nname = "Llama-3.1-8B"\n[kv]\nchunk_tokens = 0\n', "field 'kv.chunk_tokens': must be >= 1"),
     ('kind = "kv-read"\n[model]\nname = "Llama-3.1-8B"\n[kv]\nthreads = 64\ncontext_tokens = 1024\n',
      "64 jobs do not fit in 4 files"),
 ])

@@ -128,15 +128,15 @@ def ceiling_bps(ceiling: float | None, ceiling_from: Path | None, iface: str | N
 
 
 def parse_sets(sets) -> dict:
+    """``--set KEY=VALUE`` items, typed and range-checked by the profile schema (``abc`` is not an iodepth)."""
+    from fxprobe.workload.profiles import check_overrides
     overrides = {}
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep:
             raise BadInput(f"--set {item!r}: expected KEY=VALUE")
-        value = value.strip()
-        overrides[key.strip()] = int(value) if value.isdigit() else \
-            {"true": True, "false": False}.get(value.lower(), value)
-    return overrides
+        overrides[key.strip()] = value.strip()
+    return check_overrides(overrides)
 
 
 def run_verdict(result) -> Verdict:

@@ -7,60 +7,124 @@ context, concurrency, threads, backend, cold/warm), shown as lines one can check
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field, model_validator
 
 from fxprobe.workload import models
 from fxprobe.core.errors import BadInput
+from fxprobe.core.schema import (ByteSize, InputModel, NonEmptyStr, NonNegativeSeconds, PositiveFloat, PositiveInt,
+                                 Seconds, size_bytes, validate)
 from fxprobe.core.tomlfile import read_toml
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent.parent / "profiles"
 
-KINDS = ("kv-read", "kv-write", "checkpoint-write", "model-load", "small-files")
 WRITE_KINDS = ("kv-write", "checkpoint-write")
-BACKENDS = ("localdisk", "fs", "block")
-CACHE_STATES = ("cold", "warm")
 FS_HEADER_BYTES = 28      # LMCache fs:// connector metadata header
 FIO_MAX_JOBS = 4096       # fio's own limit on job threads/processes
 ALIGN = 4096
 
-SCHEMA: dict[str, dict[str, tuple]] = {
-    "": {"name": (str,), "description": (str,), "kind": (str,)},
-    "model": {"name": (str,), "layers": (int,), "kv_heads": (int,), "head_dim": (int,),
-              "kv_dtype": (str,), "weights_bytes": (int, float, str)},
-    "kv": {"tp": (int,), "instances": (int,), "shared_pool": (bool,), "chunk_tokens": (int,),
-           "context_tokens": (int,), "concurrency": (int,), "threads": (int,), "backend": (str,),
-           "cache": (str,), "zipf_theta": (int, float), "odirect": (bool,)},
-    "io": {"total_bytes": (int, float, str), "jobs": (int,), "block_size": (int, str),
-           "file_size": (int, str), "file_count": (int,), "iodepth": (int,), "direct": (bool,),
-           "cache": (str,)},
-    "run": {"runtime": (int, float), "ramp": (int, float), "repeats": (int,),
-            "steady_tolerance_pct": (int, float)},
-}
+Kind = Literal["kv-read", "kv-write", "checkpoint-write", "model-load", "small-files"]
+Backend = Literal["localdisk", "fs", "block"]
+CacheState = Literal["cold", "warm"]
+KINDS, BACKENDS, CACHE_STATES = get_args(Kind), get_args(Backend), get_args(CacheState)
 
-_UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
-          "gib": 1024**3, "t": 1024**4, "tib": 1024**4, "kb": 1000, "mb": 1000**2,
-          "gb": 1000**3, "tb": 1000**4}
+
+class ModelTable(InputModel):
+    """[model]: a built-in model by name, or its geometry (layers, kv_heads, head_dim)."""
+
+    name: NonEmptyStr | None = None
+    layers: PositiveInt | None = None
+    kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    kv_dtype: NonEmptyStr | None = None
+    weights_bytes: ByteSize | None = None
+
+    @model_validator(mode="after")
+    def _known(self):
+        for key, check in (("name", models.lookup), ("kv_dtype", models.dtype_bytes)):
+            value = getattr(self, key)
+            if value is not None:
+                try:
+                    check(value, source=key)
+                except BadInput as exc:
+                    raise ValueError(str(exc).partition(": ")[2]) from None
+        return self
+
+
+class KvTable(InputModel):
+    """[kv]: how the LMCache deployment reads or writes its KV chunks."""
+
+    tp: PositiveInt | None = None
+    instances: PositiveInt | None = None
+    shared_pool: bool | None = None
+    chunk_tokens: PositiveInt | None = None
+    context_tokens: PositiveInt | None = None
+    concurrency: PositiveInt | None = None
+    threads: PositiveInt | None = None
+    backend: Backend | None = None
+    cache: CacheState | None = None
+    zipf_theta: PositiveFloat | None = None
+    odirect: bool | None = None
+
+
+class IoTable(InputModel):
+    """[io]: the fio shape of a bulk profile (checkpoint, model load, small files), or a KV profile's iodepth."""
+
+    total_bytes: ByteSize | None = None
+    jobs: PositiveInt | None = None
+    block_size: ByteSize | None = None
+    file_size: ByteSize | None = None
+    file_count: PositiveInt | None = None
+    iodepth: PositiveInt | None = None
+    direct: bool | None = None
+    cache: CacheState | None = None
+
+
+class RunTable(InputModel):
+    """[run]: timing of each repeat."""
+
+    runtime: Seconds | None = None
+    ramp: NonNegativeSeconds | None = None
+    repeats: PositiveInt | None = None
+    steady_tolerance_pct: Annotated[float, Field(gt=0, le=100)] | None = None
+
+
+class ProfileFile(InputModel):
+    """A workload profile (profiles/*.toml)."""
+
+    name: NonEmptyStr | None = None
+    description: str = ""
+    kind: Kind
+    model: ModelTable = ModelTable()
+    kv: KvTable = KvTable()
+    io: IoTable = IoTable()
+    run: RunTable = RunTable()
+
+    @model_validator(mode="after")
+    def _enough_to_derive(self):
+        model = self.model
+        if self.kind.startswith("kv-") and model.name is None and None in (model.layers, model.kv_heads,
+                                                                           model.head_dim):
+            raise ValueError(f"[model] needs 'name' (one of {', '.join(models.known_names())}) "
+                             "or all of 'layers', 'kv_heads', 'head_dim'")
+        if self.kind == "model-load" and self.io.total_bytes is None and model.weights_bytes is None \
+                and model.name is None:
+            raise ValueError("model-load needs 'io.total_bytes' or a [model] name/weights_bytes")
+        return self
+
+
+OVERRIDABLE = {**{key: IoTable for key in IoTable.model_fields}, **{key: KvTable for key in KvTable.model_fields}}
 
 
 def parse_size(value: Any, *, source: str = "size") -> int:
     """Bytes from 4096, "160K", "64MiB", "65.6GB" (K/M/G and KiB... are binary, kB/MB/GB decimal)."""
-    if isinstance(value, bool):
-        raise BadInput(f"{source}: expected a size, got {value!r}")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(value))
-        unit = match.group(2).lower() if match else None
-        if not match or unit not in _UNITS:
-            raise BadInput(f"{source}: {value!r} is not a size",
-                           hint="write bytes or a number with K, M, G, KiB, MiB, GiB, kB, MB, GB")
-        number = float(match.group(1)) * _UNITS[unit]
-    if not math.isfinite(number) or number <= 0:
-        raise BadInput(f"{source}: size must be > 0 (got {value!r})")
-    return int(round(number))
+    try:
+        return size_bytes(value)
+    except ValueError as exc:
+        raise BadInput(f"{source}: {exc}") from None
 
 
 def human_bytes(n: float) -> str:
@@ -128,68 +192,36 @@ class Derivation:
 
 
 # --------------------------------------------------------------------------- loading
-def _check_table(data: dict, table: str, source: str) -> dict:
-    allowed = SCHEMA[table]
-    out = {}
-    for key, value in data.items():
-        where = f"{table}.{key}" if table else key
-        if key not in allowed:
-            if not table and key in SCHEMA:
-                continue
-            raise BadInput(f"{source}: unknown key {where!r}; allowed in "
-                           f"[{table or 'top level'}]: {', '.join(sorted(allowed))}")
-        types = allowed[key]
-        if isinstance(value, bool) and bool not in types:
-            raise BadInput(f"{source}: key {where!r}: expected {'/'.join(t.__name__ for t in types)}, got {value!r}")
-        if not isinstance(value, types):
-            raise BadInput(f"{source}: key {where!r}: expected {'/'.join(t.__name__ for t in types)}, "
-                           f"got {type(value).__name__} {value!r}")
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0 \
-                and key not in ("ramp",):
-            raise BadInput(f"{source}: key {where!r} must be > 0 (got {value})")
-        out[key] = value
-    return out
+def _set_keys(table: InputModel) -> dict:
+    return table.model_dump(exclude_none=True)
 
 
-def _choice(value: str, allowed: tuple, where: str, source: str) -> str:
-    if value not in allowed:
-        raise BadInput(f"{source}: key {where!r}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
-    return value
+def profile_from_dict(data: Any, source: str) -> Profile:
+    """A Profile from parsed TOML; BadInput names the file and the field (pydantic's loc)."""
+    parsed = validate(ProfileFile, data, source)
+    return Profile(name=parsed.name or Path(source).stem, kind=parsed.kind, source=source,
+                   description=parsed.description, model=_set_keys(parsed.model), kv=_set_keys(parsed.kv),
+                   io=_set_keys(parsed.io), run=_set_keys(parsed.run))
 
 
-def profile_from_dict(data: dict, source: str) -> Profile:
-    if not isinstance(data, dict):
-        raise BadInput(f"{source}: a profile is a TOML table")
-    for table in data:
-        if table in SCHEMA and table and not isinstance(data[table], dict):
-            raise BadInput(f"{source}: {table!r} must be a table [{table}]")
-    top = _check_table(data, "", source)
-    tables = {t: _check_table(data.get(t, {}), t, source) for t in ("model", "kv", "io", "run")}
-    if "kind" not in top:
-        raise BadInput(f"{source}: missing key 'kind'; allowed: {', '.join(KINDS)}")
-    kind = _choice(top["kind"], KINDS, "kind", source)
-    name = top.get("name") or Path(source).stem
-    kv = tables["kv"]
-    if "backend" in kv:
-        _choice(kv["backend"], BACKENDS, "kv.backend", source)
-    for where, table in (("kv.cache", kv), ("io.cache", tables["io"])):
-        if "cache" in table:
-            _choice(table["cache"], CACHE_STATES, where, source)
-    if kind.startswith("kv-"):
-        model = tables["model"]
-        if "name" not in model and not {"layers", "kv_heads", "head_dim"} <= model.keys():
-            raise BadInput(f"{source}: [model] needs 'name' (one of {', '.join(models.known_names())}) "
-                           "or all of 'layers', 'kv_heads', 'head_dim'")
-        if "name" in model:
-            models.lookup(model["name"], source=f"{source}: key 'model.name'")
-        if "kv_dtype" in model:
-            models.dtype_bytes(model["kv_dtype"], source=f"{source}: key 'model.kv_dtype'")
-    elif kind == "model-load" and "total_bytes" not in tables["io"]:
-        model = tables["model"]
-        if "weights_bytes" not in model and "name" not in model:
-            raise BadInput(f"{source}: model-load needs 'io.total_bytes' or a [model] name/weights_bytes")
-    return Profile(name=name, kind=kind, source=source, description=top.get("description", ""),
-                   **tables)
+def check_overrides(overrides: dict) -> dict:
+    """``--set KEY=VALUE`` overrides checked like the profile's own keys (text converts: "8" is 8, "true" is
+    true; "abc" is refused, and so is -1 where a count must be >= 1); returns the typed values."""
+    checked = {}
+    for key, value in overrides.items():
+        table = OVERRIDABLE.get(key)
+        if table is None:
+            raise BadInput(f"--set {key}={value}: {key!r} is not a profile key; allowed: "
+                           f"{', '.join(sorted(OVERRIDABLE))}")
+        checked[key] = getattr(validate(table, {key: value}, f"--set {key}={value}", strict=False), key)
+    return checked
+
+
+def apply_overrides(kv: dict, io: dict, overrides: dict) -> None:
+    for key, value in check_overrides(overrides).items():
+        for table, model in ((kv, KvTable), (io, IoTable)):
+            if key in model.model_fields:      # 'cache' is in both: a KV profile reads kv, a bulk one io
+                table[key] = value
 
 
 def load_profile_file(path: Path) -> Profile:
@@ -226,12 +258,7 @@ def derive(profile: Profile, *, scale: float = 1.0, max_bytes: int | None = None
     if not (0 < scale <= 1):
         raise BadInput(f"--scale must be in (0, 1] (got {scale})")
     kv, io, model, run = dict(profile.kv), dict(profile.io), dict(profile.model), dict(profile.run)
-    for key, value in (overrides or {}).items():
-        table = kv if key in SCHEMA["kv"] else io if key in SCHEMA["io"] else None
-        if table is None:
-            raise BadInput(f"override {key!r}: not a profile key; allowed: "
-                           f"{', '.join(sorted(set(SCHEMA['kv']) | set(SCHEMA['io'])))}")
-        table[key] = value
+    apply_overrides(kv, io, overrides or {})
     lines: list[str] = [f"profile {profile.name} ({profile.kind}) from {src}"]
     chunk = None
     if profile.kind.startswith("kv-"):
