@@ -32,9 +32,20 @@ def test_defaults_are_filled_in():
 @pytest.mark.parametrize("text, key, words", [
     (MINIMAL + "[criteria]\nmax_stal_s = 3\n", "criteria.max_stal_s", "allowed here: max_errors"),
     (MINIMAL + "colour = 1\n", "fault.colour", "unknown key"),
-    ('[fault]\nkind = "drive-yank"\n', "fault.kind", "drive-pull, link-down"),
+    ('[fault]\nkind = "drive-yank"\n', "fault.kind", "'drive-pull', 'link-down'"),
     ('[fault]\nkind = "link-down"\nvia = "sysfs"\n', "fault.via", "qmp, netlink"),
-    (MINIMAL + "[timing]\nsteady_s = \"ten\"\n", "timing.steady_s", "expected integer or float"),
+    (MINIMAL + "[timing]\nsteady_s = \"ten\"\n", "timing.steady_s", "expected a number (got 'ten')"),
+    # impossible inputs (issue 13): NaN/inf, negatives, zero counts
+    (MINIMAL + "[timing]\nfault_s = nan\n", "timing.fault_s", "must be a finite number"),
+    (MINIMAL + "[timing]\nrecover_s = inf\n", "timing.recover_s", "must be a finite number"),
+    (MINIMAL + "[timing]\nfault_s = -1\n", "timing.fault_s", "must be >= 0"),
+    (MINIMAL + "[criteria]\nmax_stall_s = nan\n", "criteria.max_stall_s", "must be a finite number"),
+    (MINIMAL + "[criteria]\nmin_throughput_pct = 150\n", "criteria.min_throughput_pct", "must be <= 100"),
+    (MINIMAL + "[criteria]\nmax_errors = 0.5\n", "criteria.max_errors", "expected a whole number"),
+    (MINIMAL + "[load]\niodepth = 0\n", "load.iodepth", "must be >= 1"),
+    (MINIMAL + "[load]\nbs = \"-4k\"\n", "load.bs", "not a size"),
+    ('[fault]\nkind = "link-flap"\nperiod_s = nan\n', "fault.period_s", "must be a finite number"),
+    ('[fault]\nkind = "drive-pull"\nslot = -1\n', "fault.slot", "must be >= 0"),
     (MINIMAL + "[load]\nrw = \"trim\"\n", "load.rw", "randread"),
     (MINIMAL + "[lab]\ntwin_drives = 0\n", "lab.twin_drives", ">= 1"),
     (MINIMAL + "[timing]\nsteady_s = 2\nsettle_s = 3\n", "timing.settle_s", "shorter"),
@@ -45,8 +56,8 @@ def test_bad_keys_name_file_key_and_allowed_values(text, key, words):
     with pytest.raises(BadInput) as caught:
         parse_scenario(text, "faults/bad.toml")
     message = str(caught.value)
-    assert message.startswith("faults/bad.toml: key ")
-    assert repr(key) in message and words in message
+    assert message.startswith("faults/bad.toml: field ")
+    assert f"field '{key}'" in message and words in message
     assert "\n" not in message
 
 

@@ -54,8 +54,8 @@ def test_defaults_match_the_shipped_gates_toml():
     ("[g9]\nx = 1\n", "field 'g9': unknown key; allowed here: g1, g2, g3, g4"),
     ("[g3]\nttft_reduction = 25\n", "field 'g3.ttft_reduction': unknown key; allowed here: nic_ceiling_min_pct"),
     ("[g3]\nttft_reduction_min_pct = 'a'\n", "field 'g3.ttft_reduction_min_pct': expected a number (got 'a')"),
-    ("[g3]\nthroughput_gain_min_pct = 50\n", "field 'g3': throughput_gain_min_pct (50) is above "
-                                              "throughput_gain_max_pct (40)"),
+    ("[g3]\nthroughput_gain_min_pct = 50\n", "field 'g3.throughput_gain_max_pct': is below "
+                                              "throughput_gain_min_pct (40 < 50)"),
     ("[g3\n", "not valid TOML"),
     # impossible thresholds (issue 13, "Impossible inputs are judged"): each used to be taken and judged
     ("[g1]\ndrives_expected = 0\n", "field 'g1.drives_expected': must be >= 1 (got 0)"),

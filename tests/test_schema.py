@@ -34,7 +34,7 @@ class Outer(InputModel):
     ({"kind": "c"}, "field 'kind': must be one of 'a' or 'b' (got 'c')"),
     ({}, "field 'kind': missing; add it"),
     ({"kind": "a", "inner": {"foo": 1}}, "field 'inner.foo': unknown key; allowed here: cache, size, threads"),
-    ({"kind": "a", "band": {"min": 3, "max": 1}}, "field 'band': band min 3 is above max 1; write min <= max"),
+    ({"kind": "a", "band": {"min": 3, "max": 1}}, "field 'band.max': is below min (1 < 3); write min <= max"),
     ({"kind": "a", "band": {"min": float("nan"), "max": 1}}, "field 'band.min': must be a finite number (got nan)"),
     ({"kind": "a", "share": 101}, "field 'share': must be <= 100"),
     ({"kind": "a", "runtime": float("inf")}, "field 'runtime': must be a finite number (got inf)"),

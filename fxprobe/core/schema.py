@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
-                      WithJsonSchema, model_validator)
+                      ValidationInfo, WithJsonSchema, field_validator)
 
 from fxprobe.core.errors import BadInput
 from fxprobe.core.tomlfile import read_text, read_toml
@@ -87,17 +87,31 @@ ByteSize = Annotated[int, BeforeValidator(size_bytes), Field(ge=1),
                                                     "or kB, MB, GB (decimal)"})]
 
 
+
+def _size_as_written(value: Any) -> Any:
+    size_bytes(value)
+    return value
+
+
+SizeAsWritten = Annotated[Any, BeforeValidator(_size_as_written),
+                          WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1},
+                                                    {"type": "string", "pattern": _SIZE_PATTERN}],
+                                          "description": "a size kept as written (\"4k\" is handed to fio as 4k)"})]
+
+
 class Band(InputModel):
     """An inclusive band [min, max] with min <= max."""
 
     min: FiniteFloat
     max: FiniteFloat
 
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.min > self.max:
-            raise ValueError(f"band min {self.min:g} is above max {self.max:g}; write min <= max")
-        return self
+    @field_validator("max")
+    @classmethod
+    def _ordered(cls, high: float, info: ValidationInfo) -> float:
+        low = info.data.get("min")
+        if low is not None and low > high:
+            raise ValueError(f"is below min ({high:g} < {low:g}); write min <= max")
+        return high
 
 
 # --------------------------------------------------------------------------- errors -> one line

@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field, ValidationInfo, field_validator
 
 from fxprobe.core.errors import BadInput
+from fxprobe.core.schema import (InputModel, NonEmptyStr, NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat,
+                                 PositiveInt, SizeAsWritten, validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "faults"
@@ -28,59 +32,113 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 RW = ("randread", "read", "randwrite", "write", "randrw", "rw")
 
-# section -> key -> (types, default, help)
-SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any, str]]] = {
-    "": {"description": ((str,), "", "one line saying what the scenario shows")},
-    "fault": {
-        "kind": ((str,), None, "what breaks: " + ", ".join(KINDS)),
-        "via": ((str,), "auto", "how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs"),
-        "slot": ((int,), None, "lab drive slot (drive-pull via qmp; default: the first drive of the export)"),
-        "serial": ((str,), None, "drive serial number (drive-pull on a Linux host)"),
-        "md": ((str,), None, "md device holding the drive, e.g. /dev/md0 (via md)"),
-        "nullb": ((str,), None, "null_blk configfs name (via nullblk)"),
-        "link": ((int,), None, "lab data link number (link faults via qmp)"),
-        "interface": ((str,), None, "network interface name (link faults via netlink)"),
-        "address": ((str,), None, "traddr of the path to drop (path-loss)"),
-        "nqn": ((str,), None, "subsystem NQN (path-loss, port-disable, namespace-disable)"),
-        "port": ((int,), None, "nvmet port id (port-disable)"),
-        "nsid": ((int,), None, "namespace id (namespace-disable)"),
-        "period_s": ((int, float), 4.0, "link-flap: one down+up cycle (half down, half up)"),
-    },
-    "timing": {
-        "steady_s": ((int, float), 10.0, "load before the fault (the pre-fault steady state)"),
-        "settle_s": ((int, float), 2.0, "start of the load discarded as warm-up"),
-        "fault_s": ((int, float), 10.0, "how long the fault lasts"),
-        "recover_s": ((int, float), 10.0, "load kept running after the restore"),
-    },
-    "load": {
-        "rw": ((str,), "randread", "fio rw: " + ", ".join(RW)),
-        "bs": ((str, int), "4k", "fio block size"),
-        "iodepth": ((int,), 8, "fio iodepth"),
-        "numjobs": ((int,), 1, "fio numjobs"),
-        "log_msec": ((int,), 500, "fio log_avg_msec / log_hist_msec: the timeline resolution"),
-        "host": ((str,), "host1", "lab guest that runs the load"),
-        "target": ((str,), "", "block device the load reads (Linux host runs; the lab uses its export)"),
-    },
-    "criteria": {
-        "max_errors": ((int,), 0, "I/O errors allowed"),
-        "max_stall_s": ((int, float), 2.0, "longest time with no completed I/O allowed"),
-        "min_throughput_pct": ((int, float), 50.0, "throughput in the fault window vs pre-fault, at least"),
-        "max_p99_ratio": ((int, float), 10.0, "p99 latency in the window / pre-fault p99, at most"),
-    },
-    "lab": {
-        "export": ((str,), "main", "which export carries the load: main, or a twin built for the scenario"),
-        "twin_level": ((str,), "raid0", "RAID level of the twin export"),
-        "twin_slots": ((list,), [], "free drive slots the twin is built from (empty: the first free ones)"),
-        "twin_drives": ((int,), 2, "how many free drives the twin takes when twin_slots is empty"),
-        "paths": ((int,), 0, "live paths to keep during the run (0: as connected; 1: drop the others first)"),
-        "iopolicy": ((str,), "", "multipath iopolicy to set on the host (numa, round-robin, queue-depth)"),
-        "keep_alive_tmo": ((int,), 0, "reconnect the paths with this kato before the run (0: leave as is)"),
-        "ctrl_loss_tmo": ((int,), 0, "... and this ctrl_loss_tmo (0: leave as is)"),
-        "reconnect_delay": ((int,), 0, "... and this reconnect_delay (0: leave as is)"),
-        "fast_io_fail_tmo": ((int,), -2, "write this fast_io_fail_tmo on each path (-2: leave as is, -1: off)"),
-    },
-}
-IOPOLICIES = ("", "numa", "round-robin", "queue-depth")
+FaultKind = Literal["drive-pull", "link-down", "link-flap", "path-loss", "port-disable", "namespace-disable"]
+Via = Literal["auto", "qmp", "sysfs", "md", "nullblk", "manual", "netlink", "nvme-disconnect", "configfs"]
+Rw = Literal["randread", "read", "randwrite", "write", "randrw", "rw"]
+IoPolicy = Literal["", "numa", "round-robin", "queue-depth"]
+MAX_SPAN_S = 3600 * 72
+Span = Annotated[float, Field(ge=0, le=MAX_SPAN_S)]
+Text = Annotated[str | None, Field(min_length=1)]
+
+
+def _help(text: str, **constraints: Any) -> Any:
+    return Field(description=text, **constraints)
+
+
+class FaultTable(InputModel):
+    kind: FaultKind = _help("what breaks: " + ", ".join(KINDS))
+    via: Via = _help("how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs",
+                     default="auto")
+    slot: NonNegativeInt | None = _help("lab drive slot (drive-pull via qmp; default: the first drive of the export)",
+                                        default=None)
+    serial: Text = _help("drive serial number (drive-pull on a Linux host)", default=None)
+    md: Text = _help("md device holding the drive, e.g. /dev/md0 (via md)", default=None)
+    nullb: Text = _help("null_blk configfs name (via nullblk)", default=None)
+    link: NonNegativeInt | None = _help("lab data link number (link faults via qmp)", default=None)
+    interface: Text = _help("network interface name (link faults via netlink)", default=None)
+    address: Text = _help("traddr of the path to drop (path-loss)", default=None)
+    nqn: Text = _help("subsystem NQN (path-loss, port-disable, namespace-disable)", default=None)
+    port: NonNegativeInt | None = _help("nvmet port id (port-disable)", default=None)
+    nsid: PositiveInt | None = _help("namespace id (namespace-disable)", default=None)
+    period_s: PositiveFloat = _help("link-flap: one down+up cycle (half down, half up)", default=4.0)
+
+    @field_validator("via")
+    @classmethod
+    def _via_fits_kind(cls, via: str, info: ValidationInfo) -> str:
+        kind = info.data.get("kind")
+        if kind and via != "auto" and via not in KINDS[kind]:
+            raise ValueError(f"{kind} cannot be done via {via!r}; use one of auto, {', '.join(KINDS[kind])}")
+        return via
+
+
+class TimingTable(InputModel):
+    steady_s: Span = _help("load before the fault (the pre-fault steady state)", default=10.0)
+    settle_s: Span = _help("start of the load discarded as warm-up", default=2.0)
+    fault_s: Span = _help("how long the fault lasts", default=10.0)
+    recover_s: Span = _help("load kept running after the restore", default=10.0)
+
+    @field_validator("settle_s")
+    @classmethod
+    def _steady_state_left(cls, settle_s: float, info: ValidationInfo) -> float:
+        steady_s = info.data.get("steady_s", 10.0)
+        if settle_s >= steady_s:
+            raise ValueError(f"must be shorter than timing.steady_s ({settle_s:g} s >= {steady_s:g} s): "
+                             "no steady state would be left")
+        return settle_s
+
+
+class LoadTable(InputModel):
+    rw: Rw = _help("fio rw: " + ", ".join(RW), default="randread")
+    bs: SizeAsWritten = _help("fio block size", default="4k")
+    iodepth: PositiveInt = _help("fio iodepth", default=8)
+    numjobs: PositiveInt = _help("fio numjobs", default=1)
+    log_msec: PositiveInt = _help("fio log_avg_msec / log_hist_msec: the timeline resolution", default=500)
+    host: NonEmptyStr = _help("lab guest that runs the load", default="host1")
+    target: str = _help("block device the load reads (Linux host runs; the lab uses its export)", default="")
+
+
+class CriteriaTable(InputModel):
+    max_errors: NonNegativeInt = _help("I/O errors allowed", default=0)
+    max_stall_s: NonNegativeFloat = _help("longest time with no completed I/O allowed", default=2.0)
+    min_throughput_pct: Percent = _help("throughput in the fault window vs pre-fault, at least", default=50.0)
+    max_p99_ratio: PositiveFloat = _help("p99 latency in the window / pre-fault p99, at most", default=10.0)
+
+
+class LabTable(InputModel):
+    export: Literal["main", "twin"] = _help("which export carries the load: main, or a twin built for the scenario",
+                                            default="main")
+    twin_level: NonEmptyStr = _help("RAID level of the twin export", default="raid0")
+    twin_slots: list[NonNegativeInt] = _help("free drive slots the twin is built from (empty: the first free ones)",
+                                             default=[])
+    twin_drives: PositiveInt = _help("how many free drives the twin takes when twin_slots is empty", default=2)
+    paths: Annotated[int, Field(ge=0, le=8)] = _help(
+        "live paths to keep during the run (0: as connected; 1: drop the others first)", default=0)
+    iopolicy: IoPolicy = _help("multipath iopolicy to set on the host (numa, round-robin, queue-depth)", default="")
+    keep_alive_tmo: NonNegativeInt = _help("reconnect the paths with this kato before the run (0: leave as is)",
+                                           default=0)
+    ctrl_loss_tmo: Annotated[int, Field(ge=-1)] = _help("... and this ctrl_loss_tmo (0: leave as is, -1: forever)",
+                                                        default=0)
+    reconnect_delay: NonNegativeInt = _help("... and this reconnect_delay (0: leave as is)", default=0)
+    fast_io_fail_tmo: Annotated[int, Field(ge=-2)] = _help(
+        "write this fast_io_fail_tmo on each path (-2: leave as is, -1: off)", default=-2)
+
+
+class ScenarioFile(InputModel):
+    """A fault scenario (faults/*.toml)."""
+
+    description: str = _help("one line saying what the scenario shows", default="")
+    fault: FaultTable
+    timing: TimingTable = TimingTable()
+    load: LoadTable = LoadTable()
+    criteria: CriteriaTable = CriteriaTable()
+    lab: LabTable = LabTable()
+
+
+TABLES = {"fault": FaultTable, "timing": TimingTable, "load": LoadTable, "criteria": CriteriaTable, "lab": LabTable}
+# section -> key -> field (type, default, help), "" for the top level: what faults/README.md documents
+SCHEMA = {"": {"description": ScenarioFile.model_fields["description"]},
+          **{name: dict(table.model_fields) for name, table in TABLES.items()}}
+IOPOLICIES = get_args(IoPolicy)
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
 
 
@@ -108,76 +166,11 @@ class Scenario:
         return asdict(self)
 
 
-def _bad(source: str, key: str, problem: str, hint: str | None = None) -> BadInput:
-    return BadInput(f"{source}: key {key!r}: {problem}", hint=hint)
-
-
-def _section(data: dict, section: str, source: str) -> dict:
-    schema = SCHEMA[section]
-    raw = data if section == "" else data.get(section, {})
-    if not isinstance(raw, dict):
-        raise _bad(source, section, "must be a table", f"write [{section}]")
-    out = {}
-    for key, value in raw.items():
-        if section == "" and key in SCHEMA:
-            continue
-        where = f"{section}.{key}" if section else key
-        if key not in schema:
-            allowed = ", ".join(schema) + ("" if section else ", [" + "], [".join(s for s in SCHEMA if s) + "]")
-            raise _bad(source, where, "unknown key", f"allowed here: {allowed}")
-        types = schema[key][0]
-        if isinstance(value, bool) or not isinstance(value, types):
-            names = " or ".join(t.__name__.replace("str", "string").replace("int", "integer") for t in types)
-            raise _bad(source, where, f"expected {names}, got {value!r}")
-        out[key] = float(value) if float in types and isinstance(value, int) else value
-    for key, (_, default, _) in schema.items():
-        out.setdefault(key, list(default) if isinstance(default, list) else default)
-    return out
-
-
 def parse_scenario(text: str, source: str, name: str | None = None) -> Scenario:
-    """Validate scenario TOML text; BadInput names the file, the key and what is allowed."""
-    data = parse_toml(text, source)
-    top = _section(data, "", source)
-    fault = _section(data, "fault", source)
-    timing = _section(data, "timing", source)
-    load = _section(data, "load", source)
-    criteria = _section(data, "criteria", source)
-    lab = _section(data, "lab", source)
-    kind = fault["kind"]
-    if kind is None:
-        raise _bad(source, "fault.kind", "missing", f"one of {', '.join(KINDS)}")
-    if kind not in KINDS:
-        raise _bad(source, "fault.kind", f"unknown fault {kind!r}", f"one of {', '.join(KINDS)}")
-    if fault["via"] != "auto" and fault["via"] not in KINDS[kind]:
-        raise _bad(source, "fault.via", f"{kind} cannot be done via {fault['via']!r}",
-                   f"one of auto, {', '.join(KINDS[kind])}")
-    for key in ("steady_s", "fault_s", "recover_s", "settle_s"):
-        if timing[key] < 0 or timing[key] > 3600 * 72:
-            raise _bad(source, f"timing.{key}", f"{timing[key]} s is out of range", "0 to 259200 s")
-    if timing["settle_s"] >= timing["steady_s"]:
-        raise _bad(source, "timing.settle_s", "must be shorter than timing.steady_s (no steady state left)")
-    if fault["period_s"] <= 0:
-        raise _bad(source, "fault.period_s", "must be > 0")
-    if load["rw"] not in RW:
-        raise _bad(source, "load.rw", f"unknown {load['rw']!r}", f"one of {', '.join(RW)}")
-    for key in ("iodepth", "numjobs", "log_msec"):
-        if load[key] < 1:
-            raise _bad(source, f"load.{key}", "must be >= 1")
-    if lab["iopolicy"] not in IOPOLICIES:
-        raise _bad(source, "lab.iopolicy", f"unknown {lab['iopolicy']!r}", "numa, round-robin or queue-depth")
-    if lab["export"] not in ("main", "twin"):
-        raise _bad(source, "lab.export", f"unknown {lab['export']!r}", "main or twin")
-    if lab["twin_drives"] < 1:
-        raise _bad(source, "lab.twin_drives", "must be >= 1")
-    if not all(isinstance(s, int) and not isinstance(s, bool) for s in lab["twin_slots"]):
-        raise _bad(source, "lab.twin_slots", "expected a list of integers")
-    if not 0 <= lab["paths"] <= 8:
-        raise _bad(source, "lab.paths", "0 to 8")
-    for key in ("max_errors", "max_stall_s", "min_throughput_pct", "max_p99_ratio"):
-        if criteria[key] < 0:
-            raise _bad(source, f"criteria.{key}", "must be >= 0")
-    return Scenario(name or Path(source).stem, source, top["description"], fault, timing, load, criteria, lab)
+    """Validate scenario TOML text; BadInput names the file, the field and what is allowed."""
+    parsed = validate(ScenarioFile, parse_toml(text, source), source)
+    tables = {key: getattr(parsed, key).model_dump() for key in TABLES}
+    return Scenario(name or Path(source).stem, source, parsed.description, **tables)
 
 
 def scenario_names(folder: Path = SCENARIO_DIR) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt, validate)
@@ -38,12 +38,13 @@ class G3Thresholds(InputModel):
     nodes_sharing: PositiveInt = 8
     nic_ceiling_min_pct: Percent = 90.0
 
-    @model_validator(mode="after")
-    def _band(self):
-        if self.throughput_gain_min_pct > self.throughput_gain_max_pct:
-            raise ValueError(f"throughput_gain_min_pct ({self.throughput_gain_min_pct:g}) is above "
-                             f"throughput_gain_max_pct ({self.throughput_gain_max_pct:g}); write min <= max")
-        return self
+    @field_validator("throughput_gain_max_pct")
+    @classmethod
+    def _band(cls, high: float, info: ValidationInfo) -> float:
+        low = info.data.get("throughput_gain_min_pct")
+        if low is not None and low > high:
+            raise ValueError(f"is below throughput_gain_min_pct ({high:g} < {low:g}); write min <= max")
+        return high
 
 
 Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$",
