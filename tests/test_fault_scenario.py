@@ -49,6 +49,7 @@ def test_defaults_are_filled_in():
     (MINIMAL + "[load]\nrw = \"trim\"\n", "load.rw", "randread"),
     (MINIMAL + "[lab]\ntwin_drives = 0\n", "lab.twin_drives", ">= 1"),
     (MINIMAL + "[timing]\nsteady_s = 2\nsettle_s = 3\n", "timing.settle_s", "shorter"),
+    (MINIMAL + "[timing]\nsteady_s = 1\n", "timing.settle_s", "shorter"),       # against the default settle_s
     ("[extra]\nx = 1\n" + MINIMAL, "extra", "unknown key"),
     ("[fault]\nslot = 1\n", "fault.kind", "missing"),
 ])

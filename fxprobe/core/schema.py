@@ -37,7 +37,7 @@ M = TypeVar("M", bound=BaseModel)
 class InputModel(BaseModel):
     """Base of every model fxprobe validates input with: unknown keys refused, finite floats, strict types."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True, frozen=True, validate_default=True)
 
 
 # --------------------------------------------------------------------------- helper types
@@ -86,6 +86,18 @@ ByteSize = Annotated[int, BeforeValidator(size_bytes), Field(ge=1),
                                      "description": "bytes, or a number with K, M, G, KiB.. (binary) "
                                                     "or kB, MB, GB (decimal)"})]
 
+
+
+def finite_number(value: Any) -> int | float:
+    """An int or a finite float as given (not a bool, not text); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number (got {_show(value)})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"must be a finite number (got {value!r})")
+    return value
+
+
+Number = Annotated[Any, BeforeValidator(finite_number), WithJsonSchema({"type": "number"})]
 
 
 def _size_as_written(value: Any) -> Any:
