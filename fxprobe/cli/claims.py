@@ -23,7 +23,7 @@ def check(app, file):
     """Exit 0 if every checkable headline holds, 1 if any does not."""
     claims_file = load_claims(file)
     results = check_claims(claims_file)
-    human = [f"{claims_file.name}: {summary(results)}"] + ["  " + r.line() for r in results]
+    human = [f"{claims_file.name}: {summary(results)}"] + [line for r in results for line in r.lines()]
     run = app.new_run("claims check")
     run.write_raw("claims.toml", Path(file).read_bytes())
     outcome = Outcome.FAIL if any(r.outcome == DOES_NOT_HOLD for r in results) else Outcome.PASS

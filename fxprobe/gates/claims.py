@@ -1,6 +1,7 @@
-"""Recompute a report's headline claims from its own raw table.
+"""Recompute a report's headline claims from its own raw table, and say by which rule each holds.
 
-A claims file (TOML) holds the raw figures and the headlines::
+A claims file (TOML, schema :class:`ClaimsFileModel`; unknown keys are refused) holds the raw figures and
+the headlines::
 
     [report]
     name = "R2 ..."
@@ -21,48 +22,132 @@ A claims file (TOML) holds the raw figures and the headlines::
     exprs = ["(local_ttft_s - array_ttft_s) / local_ttft_s * 100"]
     each = true                      # evaluate per row (bare names are that row's cells)
     unit = "%"
-    tolerance = 0.05                 # optional
+    tolerance = 0.05                 # optional: the rounding allowed (default: the precision stated)
 
-Expressions: numbers, + - * / ** and parentheses, ``name`` (a figure, or with ``each`` a
-cell of the current row), ``column[key]`` (the cell of the row whose key is ``key``),
-and the functions ``min``, ``max``, ``abs``, ``utilization(switches_per_hour, switch_s)``
-(:func:`fxprobe.gates.calc.utilization`, a fraction).
+Expressions: numbers, + - * / ** and parentheses, ``name`` (a figure, or with ``each`` a cell of the current
+row), ``column[key]`` (the cell of the row whose key is ``key``), and the functions ``min``, ``max``, ``abs``,
+``utilization(switches_per_hour, switch_s)`` (:func:`fxprobe.gates.calc.utilization`, a fraction). They are
+evaluated in decimal arithmetic by a bounded evaluator: at most 400 characters and 200 operations, exponents
+within +-64, no names beyond the table's, no attribute access; anything else is refused with one line.
 
-How a claim is judged (``tolerance`` defaults to half a unit of the claimed figure's last
-digit, i.e. "holds at the precision it was stated"):
+How a claim is judged, every figure in decimal (the table's numbers as written):
 
-* value: one recomputed value, ``|recomputed - claimed| <= tolerance``
-* at_least / at_most: every recomputed value ``>= claimed - tolerance`` / ``<= claimed + tolerance``
-* range: the smallest and largest recomputed values match ``low`` and ``high``
-* unverifiable: the report gives no raw figures; the outcome says so.
+* the rule is printed with the claim: the exact comparison, and the rounding allowed - ``tolerance`` from the
+  file, or by default half a unit of the last digit the claimed figure was written with (29 -> 0.5,
+  46.7 -> 0.05: "holds at the precision it was stated"; ``tolerance = 0`` allows none);
+* value: the recomputed value equals the claimed one; at_least / at_most: every recomputed value is >= / <= the
+  claimed one; range: the smallest and largest recomputed values equal ``low`` and ``high``;
+* each comparison is "holds" when exact, "holds only with rounding" when only the rounding allowance makes it
+  hold, else "does not hold"; the claim takes the worst of its comparisons; "cannot check" says why (no raw
+  figures, or no row has every figure the claim needs). With ``each = true`` every row is listed with its value.
 """
 
 from __future__ import annotations
 
 import ast
-import operator
+import decimal
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fxprobe.gates.calc import utilization
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+
 from fxprobe.core.errors import BadInput
+from fxprobe.core.schema import InputModel, NonEmptyStr, NonNegativeFloat, Number, finite_number, validate
 from fxprobe.core.tomlfile import parse_toml, read_text
-from fxprobe.core.verdict import format_number
+from fxprobe.gates.calc import utilization
 
 HOLDS = "holds"
+HOLDS_WITH_ROUNDING = "holds only with rounding"
 DOES_NOT_HOLD = "does not hold"
 CANNOT_CHECK = "cannot check"
+OUTCOMES = (HOLDS, HOLDS_WITH_ROUNDING, DOES_NOT_HOLD, CANNOT_CHECK)
+Kind = Literal["value", "at_least", "at_most", "range", "unverifiable"]
 KINDS = ("value", "at_least", "at_most", "range", "unverifiable")
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.Pow: operator.pow}
-_FUNCTIONS = {"min": min, "max": max, "abs": abs, "utilization": utilization}
+MAX_EXPR_CHARS = 400
+MAX_EXPR_NODES = 200
+MAX_EXPONENT = 64
+_CONTEXT = decimal.Context(prec=28, Emax=10**6, Emin=-10**6,
+                           traps=[decimal.Overflow, decimal.DivisionByZero, decimal.InvalidOperation])
 
 
+# --------------------------------------------------------------------------- the file's schema
+def _claimed_value(value: Any) -> Any:
+    """A number, an expression (text), or [low, high] of those (None: not given)."""
+    if value is None:
+        return value
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and len(value) != 2:
+        raise ValueError(f"a list here is [low, high] (got {len(value)} items)")
+    for item in items:
+        if isinstance(item, str):
+            if not item.strip():
+                raise ValueError("an expression must not be empty")
+        else:
+            finite_number(item)
+    return value
+
+
+Claimed = Annotated[Any, BeforeValidator(_claimed_value),
+                    WithJsonSchema({"description": "a number, an expression, or [low, high] for a range",
+                                    "anyOf": [{"type": "number"}, {"type": "string"},
+                                              {"type": "array", "minItems": 2, "maxItems": 2,
+                                               "items": {"type": ["number", "string"]}}]})]
+
+
+class ReportTable(InputModel):
+    name: NonEmptyStr | None = None
+    key: NonEmptyStr = "key"
+
+
+class ClaimEntry(InputModel):
+    id: NonEmptyStr
+    text: NonEmptyStr
+    kind: Kind
+    claimed: Claimed = None
+    exprs: list[NonEmptyStr] = []
+    expr: NonEmptyStr | None = None
+    each: bool = False
+    unit: str = ""
+    tolerance: NonNegativeFloat | None = None
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _complete(self):
+        if self.expr is not None and self.exprs:
+            raise ValueError("give 'expr' or 'exprs', not both")
+        if self.kind == "unverifiable":
+            return self
+        if self.expr is None and not self.exprs:
+            raise ValueError("'exprs' is missing (how to recompute the claim from the table)")
+        if self.claimed is None:
+            raise ValueError("'claimed' is missing (the figure the report states)")
+        if (self.kind == "range") != isinstance(self.claimed, list):
+            raise ValueError("a range claim needs claimed = [low, high]" if self.kind == "range" else
+                             f"a {self.kind} claim needs one claimed figure, not a list")
+        return self
+
+
+class ClaimsFileModel(InputModel):
+    """A claims file: a report's raw table and its headlines."""
+
+    report: ReportTable = ReportTable()
+    rows: list[dict[str, Number]] = []
+    figures: dict[str, Number] = {}
+    claims: Annotated[list[ClaimEntry], Field(min_length=1)]
+
+
+# --------------------------------------------------------------------------- the bounded evaluator
 class _Missing(Exception):
-    """A name the current row does not have (the row is skipped)."""
+    """A name the current row does not have (the row is listed as not judged)."""
+
+
+def _dec(value: Any) -> Decimal:
+    """A table number as written (7.53 is Decimal('7.53'), not the binary float nearest to it)."""
+    return value if isinstance(value, Decimal) else Decimal(repr(value)) if isinstance(value, float) \
+        else Decimal(value)
 
 
 @dataclass(frozen=True)
@@ -71,56 +156,253 @@ class Table:
     rows: tuple[dict, ...]
     figures: dict
 
-    def cell(self, column: str, key_value: Any) -> float:
+    def cell(self, column: str, key_value: Any) -> Decimal:
         for row in self.rows:
             if row.get(self.key) == key_value:
                 if column not in row:
                     raise _Missing(f"{column}[{key_value}]")
-                return row[column]
+                return _dec(row[column])
         raise _Missing(f"{column}[{key_value}]")
 
 
-def evaluate(expr: str, table: Table, row: dict | None = None, source: str = "claim") -> float:
-    """Evaluate a claim expression safely (no Python beyond arithmetic and the listed functions)."""
+def _power(base: Decimal, exponent: Decimal) -> Decimal:
+    if abs(exponent) > MAX_EXPONENT:
+        raise ValueError(f"exponent {exponent} is beyond +-{MAX_EXPONENT}")
+    return _CONTEXT.power(base, exponent)
+
+
+_BINARY = {ast.Add: _CONTEXT.add, ast.Sub: _CONTEXT.subtract, ast.Mult: _CONTEXT.multiply,
+           ast.Div: _CONTEXT.divide, ast.Pow: _power}
+
+
+def _utilization(switches: Decimal, seconds: Decimal) -> Decimal:
+    return _dec(utilization(float(switches), float(seconds)))
+
+
+_FUNCTIONS = {"min": min, "max": max, "abs": abs, "utilization": _utilization}
+
+
+class _Evaluator:
+    """Walks an expression's syntax tree allowing only arithmetic on the table's numbers."""
+
+    def __init__(self, table: Table, row: dict | None, expr: str, source: str):
+        self.table, self.row, self.expr, self.source = table, row, expr, source
+
+    def refuse(self, problem: str, hint: str | None = None) -> BadInput:
+        return BadInput(f"{self.source}: expression {self.expr!r}: {problem}", hint=hint)
+
+    def name(self, name: str) -> Decimal:
+        table, row = self.table, self.row
+        if row is not None and name in row:
+            return _dec(row[name])
+        if name in table.figures:
+            return _dec(table.figures[name])
+        if row is not None and any(name in r for r in table.rows):
+            raise _Missing(name)
+        raise self.refuse(f"unknown name {name!r}", hint="use a column of [[rows]] or a key of [figures]")
+
+    def walk(self, node: ast.AST) -> Decimal:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            if isinstance(node.value, float) and not Decimal(repr(node.value)).is_finite():
+                raise self.refuse(f"{ast.unparse(node)} is not a finite number")
+            return _dec(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](self.walk(node.left), self.walk(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = self.walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                and isinstance(node.slice, ast.Constant):
+            if not any(node.value.id in r for r in self.table.rows):
+                raise self.refuse(f"unknown column {node.value.id!r}")
+            return self.table.cell(node.value.id, node.slice.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS \
+                and not node.keywords and node.args:
+            return _FUNCTIONS[node.func.id](*[self.walk(a) for a in node.args])
+        raise self.refuse(f"{ast.unparse(node)!r} is not allowed",
+                          hint="numbers, names, column[key], + - * / **, min, max, abs, utilization")
+
+
+def _parse(expr: str, refuse) -> ast.AST:
+    if len(expr) > MAX_EXPR_CHARS:
+        raise refuse(f"longer than {MAX_EXPR_CHARS} characters")
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as exc:
-        raise BadInput(f"{source}: expression {expr!r} is not valid ({exc.msg})") from None
+        raise refuse(f"not valid ({exc.msg})") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise refuse("nested too deeply") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_EXPR_NODES:
+        raise refuse(f"more than {MAX_EXPR_NODES} operations")
+    return tree.body
 
-    def walk(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-                and not isinstance(node.value, bool):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return _BINARY[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            value = walk(node.operand)
-            return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.Name):
-            if row is not None and node.id in row:
-                return row[node.id]
-            if node.id in table.figures:
-                return table.figures[node.id]
-            if row is not None and any(node.id in r for r in table.rows):
-                raise _Missing(node.id)
-            raise BadInput(f"{source}: unknown name {node.id!r} in {expr!r}",
-                           hint="use a column of [[rows]] or a key of [figures]")
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
-                and isinstance(node.slice, ast.Constant):
-            if not any(node.value.id in r for r in table.rows):
-                raise BadInput(f"{source}: unknown column {node.value.id!r} in {expr!r}")
-            return table.cell(node.value.id, node.slice.value)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS \
-                and not node.keywords:
-            return _FUNCTIONS[node.func.id](*[walk(a) for a in node.args])
-        raise BadInput(f"{source}: {ast.unparse(node)!r} is not allowed in a claim expression")
 
+def evaluate(expr: str, table: Table, row: dict | None = None, source: str = "claim") -> Decimal:
+    """The value of a claim expression, in decimal; BadInput for anything but bounded arithmetic."""
+    evaluator = _Evaluator(table, row, expr, source)
+    tree = _parse(expr, evaluator.refuse)
     try:
-        return float(walk(tree))
-    except ZeroDivisionError:
-        raise BadInput(f"{source}: division by zero in {expr!r}") from None
+        return evaluator.walk(tree)
+    except decimal.DivisionByZero:
+        raise evaluator.refuse("division by zero") from None
+    except decimal.Overflow:
+        raise evaluator.refuse("the result is too large") from None
+    except decimal.InvalidOperation:
+        raise evaluator.refuse("not a number (e.g. a negative number to a fractional power)") from None
+    except ValueError as exc:
+        raise evaluator.refuse(str(exc)) from None
+    except RecursionError:
+        raise evaluator.refuse("nested too deeply") from None
+    except TypeError:
+        raise evaluator.refuse("a function got the wrong number of arguments") from None
+
+
+# --------------------------------------------------------------------------- judging
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str
+    kind: str
+    claimed: Any = None
+    exprs: tuple[str, ...] = ()
+    each: bool = False
+    unit: str = ""
+    tolerance: float | None = None
+    note: str = ""
+    source: str = ""          # the claims file
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}: claim {self.id}" if self.source else f"claim {self.id}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One recomputed value beside what it is compared with, and what came of it."""
+
+    label: str
+    value: Decimal | None
+    comparator: str = ""
+    claimed: Decimal | None = None
+    tolerance: Decimal = Decimal(0)
+    outcome: str = CANNOT_CHECK
+    reason: str = ""
+
+
+def stated_tolerance(value: Any) -> Decimal:
+    """Half a unit of the last digit written: 46.7 -> 0.05, 20 -> 0.5, 8.6 -> 0.05."""
+    exponent = _dec(value).normalize().as_tuple().exponent if isinstance(value, float) else 0
+    return Decimal(5).scaleb(min(0, int(exponent)) - 1)
+
+
+def _holds(value: Decimal, comparator: str, claimed: Decimal) -> bool:
+    """The exact comparison (decimal, inclusive): the rule the printed numbers show."""
+    return {">=": value >= claimed, "<=": value <= claimed, "==": value == claimed}[comparator]
+
+
+def _judge_value(label: str, value: Decimal, comparator: str, claimed: Decimal, tolerance: Decimal) -> Check:
+    if _holds(value, comparator, claimed):
+        outcome = HOLDS
+    else:
+        allowed = {">=": value >= claimed - tolerance, "<=": value <= claimed + tolerance,
+                   "==": abs(value - claimed) <= tolerance}[comparator]
+        outcome = HOLDS_WITH_ROUNDING if allowed and tolerance else DOES_NOT_HOLD
+    return Check(label, value, comparator, claimed, tolerance, outcome)
+
+
+def decisive(value: Decimal, *bounds: Decimal) -> str:
+    """``value`` with the fewest digits (at least 2 decimals) that keep its side of every bound visible."""
+    for places in range(2, 20):
+        shown = value.quantize(Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_EVEN, context=_CONTEXT)
+        if all((shown > b) == (value > b) and (shown < b) == (value < b) for b in bounds):
+            return f"{shown:,f}" if abs(shown) >= 10000 else f"{shown:f}"
+    return f"{value:f}"
+
+
+def _figure(value: Decimal | None, unit: str, *bounds: Decimal) -> str:
+    if value is None:
+        return "-"
+    text = decisive(value, *bounds)
+    return f"{text} {unit}" if unit else text
+
+
+def _stated(value: Decimal) -> str:
+    return f"{value.normalize():f}"
+
+
+def _shown_claimed(written: Any, value: Decimal) -> str:
+    """The claimed figure as written; an expression with its value."""
+    return f"{written} = {decisive(value)}" if isinstance(written, str) else _stated(value)
+
+
+def _claimed_number(claim: Claim, value: Any, table: Table) -> Decimal:
+    if isinstance(value, str):
+        return evaluate(value, table, source=f"{claim.where} (claimed)")
+    return _dec(value)
+
+
+def _tolerance(claim: Claim, written: Any) -> tuple[Decimal, str]:
+    if claim.tolerance is not None:
+        tolerance = _dec(float(claim.tolerance))
+        return tolerance, (f"rounding allowed +-{_stated(tolerance)} (tolerance from the claims file)"
+                           if tolerance else "no rounding allowed (tolerance = 0)")
+    tolerance = stated_tolerance(written) if not isinstance(written, str) else Decimal(0)
+    if not tolerance:
+        return tolerance, "no rounding allowed (the claimed figure is an expression)"
+    return tolerance, (f"rounding allowed +-{_stated(tolerance)} (half a unit of the last digit of "
+                       f"{_stated(_dec(written))} as written; set tolerance = 0 for none)")
+
+
+def recompute(claim: Claim, table: Table) -> list[tuple[str, Decimal | None, str]]:
+    """(label, value, why not) per expression, per row with ``each``; a row lacking a cell has value None."""
+    values = []
+    for expr in claim.exprs:
+        if not claim.each:
+            try:
+                values.append((expr, evaluate(expr, table, None, claim.where), ""))
+            except _Missing as missing:
+                raise BadInput(f"{claim.where}: the table has no cell {missing}") from None
+            continue
+        for row in table.rows:
+            label = f"{table.key} {row.get(table.key)}"
+            try:
+                values.append((label, evaluate(expr, table, row, claim.where), ""))
+            except _Missing as missing:
+                values.append((label, None, f"this row has no {missing}"))
+    return values
+
+
+_WORST = {HOLDS: 0, HOLDS_WITH_ROUNDING: 1, DOES_NOT_HOLD: 2}
+_RULES = {"value": ("==", "equals"), "at_least": (">=", "at least"), "at_most": ("<=", "at most")}
+
+
+def _checks(claim: Claim, table: Table, values: list) -> tuple[list[Check], str]:
+    """Every comparison the claim makes, and the rule (printed) they follow."""
+    present = [(label, v) for label, v, _ in values if v is not None]
+    if claim.kind == "range":
+        (low, high), written = [_claimed_number(claim, v, table) for v in claim.claimed], claim.claimed
+        (tol_low, rule_low), (tol_high, rule_high) = _tolerance(claim, written[0]), _tolerance(claim, written[1])
+        low_label, low_value = min(present, key=lambda p: p[1])
+        high_label, high_value = max(present, key=lambda p: p[1])
+        checks = [_judge_value(f"low end ({low_label})", low_value, "==", low, tol_low),
+                  _judge_value(f"high end ({high_label})", high_value, "==", high, tol_high)]
+        rule = (f"the smallest value equals {_shown_claimed(written[0], low)} and the largest "
+                f"{_shown_claimed(written[1], high)}, compared exactly in decimal; "
+                + (f"both ends: {rule_low}" if rule_low == rule_high else f"low end: {rule_low}; high end: {rule_high}"))
+        return checks, rule
+    comparator, words = _RULES[claim.kind]
+    claimed = _claimed_number(claim, claim.claimed, table)
+    tolerance, rounding = _tolerance(claim, claim.claimed)
+    if claim.kind == "value" and len(present) != 1:
+        raise BadInput(f"{claim.where}: a value claim needs exactly one recomputed value, got {len(present)}",
+                       hint="drop 'each' or use at_least / at_most")
+    scope = " in every row" if claim.each else ""
+    return ([_judge_value(label, v, comparator, claimed, tolerance) for label, v in present],
+            f"{words} {_shown_claimed(claim.claimed, claimed)}{' ' + claim.unit if claim.unit else ''}{scope}, "
+            f"compared exactly in decimal; {rounding}")
 
 
 @dataclass(frozen=True)
@@ -134,125 +416,67 @@ class ClaimResult:
     difference: str = ""
     note: str = ""
     unit: str = ""
+    rule: str = ""
+    rows: tuple[dict, ...] = ()
+
+    def lines(self) -> list[str]:
+        out = [f"{self.outcome.upper()}: {self.id}: \"{self.text}\""]
+        if self.rule:
+            out.append(f"  rule: {self.rule}")
+        out += [f"  {row['label']}: {row['shown']} - {row['outcome']}" + (f" ({row['why']})" if row["why"] else "")
+                for row in self.rows]
+        if self.note:
+            out.append(f"  note: {self.note}")
+        return out
 
     def line(self) -> str:
-        values = ", ".join(f"{label}: {format_number(v, self.unit)}" for label, v in self.recomputed)
-        text = f"{self.outcome.upper():13} {self.id}: \"{self.text}\""
-        if values:
-            text += f" - table gives {values}"
-        if self.difference:
-            text += f"; {self.difference}"
-        if self.note:
-            text += f" ({self.note})"
-        return text
+        text = f"{self.outcome.upper()}: {self.id}: \"{self.text}\""
+        return text + (f" - {self.difference}" if self.difference else f" ({self.note})" if self.note else "")
 
     def to_dict(self) -> dict:
         return {"id": self.id, "text": self.text, "kind": self.kind, "outcome": self.outcome,
                 "claimed": self.claimed, "recomputed": [{"label": l, "value": v} for l, v in self.recomputed],
-                "difference": self.difference, "note": self.note, "unit": self.unit}
+                "difference": self.difference, "note": self.note, "unit": self.unit, "rule": self.rule,
+                "rows": list(self.rows)}
 
 
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    text: str
-    kind: str
-    claimed: Any = None
-    exprs: tuple[str, ...] = ()
-    each: bool = False
-    unit: str = ""
-    tolerance: float | None = None
-    note: str = ""
-
-
-def stated_tolerance(value: float) -> float:
-    """Half a unit of the last digit written: 46.7 -> 0.05, 20 -> 0.5, 8.6 -> 0.05."""
-    exponent = Decimal(repr(value)).normalize().as_tuple().exponent if isinstance(value, float) else 0
-    return 0.5 * 10.0 ** min(0, int(exponent))
-
-
-def _claimed_number(claim: Claim, value: Any, table: Table) -> float:
-    if isinstance(value, str):
-        return evaluate(value, table, source=f"claim {claim.id} (claimed)")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadInput(f"claim {claim.id}: 'claimed' must be a number, [low, high] or an expression")
-    return value
-
-
-def recompute(claim: Claim, table: Table) -> list[tuple[str, float]]:
-    values = []
-    for expr in claim.exprs:
-        if claim.each:
-            for row in table.rows:
-                try:
-                    values.append((f"{table.key} {row.get(table.key)}",
-                                   evaluate(expr, table, row, f"claim {claim.id}")))
-                except _Missing:
-                    continue
-        else:
-            try:
-                values.append((expr, evaluate(expr, table, None, f"claim {claim.id}")))
-            except _Missing as missing:
-                raise BadInput(f"claim {claim.id}: the table has no cell {missing}") from None
-    return values
-
-
-def _delta(diff: float, unit: str) -> str:
-    """A difference; for percentages it is in percentage points, with more digits."""
-    sign = "+" if diff >= 0 else ""
-    if unit == "%":
-        return f"{sign}{format_number(diff)} percentage points"
-    return f"{sign}{format_number(diff, unit)}"
-
-
-def _off(recomputed: float, claimed: float, unit: str) -> str:
-    diff = recomputed - claimed
-    rel = f", {diff / claimed * 100:+.1f} % of the claim" if claimed else ""
-    return f"{format_number(recomputed, unit)} vs claimed {format_number(claimed, unit)}: off by " \
-           f"{_delta(diff, unit)}{rel}"
+def _row(check: Check, unit: str) -> dict:
+    bounds = [b for b in (check.claimed, check.claimed - check.tolerance, check.claimed + check.tolerance)
+              if b is not None] if check.claimed is not None else []
+    why = ""
+    if check.outcome == HOLDS_WITH_ROUNDING:
+        why = f"not exactly {_stated(check.claimed)}; within the +-{_stated(check.tolerance)} allowed"
+    elif check.outcome == DOES_NOT_HOLD:
+        why = f"off by {decisive(check.value - check.claimed, check.tolerance, -check.tolerance)}" \
+              + (f" {unit}" if unit and unit != "%" else " percentage points" if unit == "%" else "") \
+              + (f", more than the +-{_stated(check.tolerance)} allowed" if check.tolerance else "")
+    elif check.outcome == CANNOT_CHECK:
+        why = check.reason
+    return {"label": check.label, "value": None if check.value is None else float(check.value),
+            "shown": _figure(check.value, unit, *bounds), "outcome": check.outcome, "why": why}
 
 
 def judge(claim: Claim, table: Table) -> ClaimResult:
     if claim.kind == "unverifiable":
         return ClaimResult(claim.id, claim.text, claim.kind, CANNOT_CHECK, claim.claimed,
-                           note=claim.note or "the report gives no raw figures for it", unit=claim.unit)
+                           note=claim.note or "the report gives no raw figures for it", unit=claim.unit,
+                           difference="cannot check: the report gives no raw figures for it")
     values = recompute(claim, table)
-    if not values:
-        return ClaimResult(claim.id, claim.text, claim.kind, CANNOT_CHECK, claim.claimed,
-                           note="no row of the table has every figure the claim needs", unit=claim.unit)
-    numbers = [v for _, v in values]
-    if claim.kind == "range":
-        if not isinstance(claim.claimed, list) or len(claim.claimed) != 2:
-            raise BadInput(f"claim {claim.id}: a range claim needs claimed = [low, high]")
-        low, high = (_claimed_number(claim, v, table) for v in claim.claimed)
-        tol_low = claim.tolerance if claim.tolerance is not None else stated_tolerance(low)
-        tol_high = claim.tolerance if claim.tolerance is not None else stated_tolerance(high)
-        got_low, got_high = min(numbers), max(numbers)
-        ok_low, ok_high = abs(got_low - low) <= tol_low, abs(got_high - high) <= tol_high
-        parts = [("low end " if ok_low else "LOW END ") + _off(got_low, low, claim.unit),
-                 ("high end " if ok_high else "HIGH END ") + _off(got_high, high, claim.unit)]
-        outcome = HOLDS if ok_low and ok_high else DOES_NOT_HOLD
-        return ClaimResult(claim.id, claim.text, claim.kind, outcome, [low, high], tuple(values),
-                           "; ".join(parts), claim.note, claim.unit)
-    claimed = _claimed_number(claim, claim.claimed, table)
-    tol = claim.tolerance if claim.tolerance is not None else stated_tolerance(claimed)
-    if claim.kind == "value":
-        if len(numbers) != 1:
-            raise BadInput(f"claim {claim.id}: a value claim needs exactly one recomputed value, got {len(numbers)}")
-        ok = abs(numbers[0] - claimed) <= tol
-        difference = _off(numbers[0], claimed, claim.unit)
-    elif claim.kind == "at_least":
-        worst = min(numbers)
-        ok = worst >= claimed - tol
-        difference = f"lowest {format_number(worst, claim.unit)}, margin " \
-                     f"{_delta(worst - claimed, claim.unit)} over the claimed {format_number(claimed, claim.unit)}"
-    else:
-        worst = max(numbers)
-        ok = worst <= claimed + tol
-        difference = f"highest {format_number(worst, claim.unit)}, margin " \
-                     f"{_delta(claimed - worst, claim.unit)} under the claimed {format_number(claimed, claim.unit)}"
-    return ClaimResult(claim.id, claim.text, claim.kind, HOLDS if ok else DOES_NOT_HOLD, claimed,
-                       tuple(values), difference, claim.note, claim.unit)
+    recomputed = tuple((label, float(v)) for label, v, _ in values if v is not None)
+    if not recomputed:
+        return ClaimResult(claim.id, claim.text, claim.kind, CANNOT_CHECK, claim.claimed, note=claim.note,
+                           unit=claim.unit, difference="cannot check: no row of the table has every figure "
+                                                       "the claim needs")
+    checks, rule = _checks(claim, table, values)
+    skipped = [Check(label, None, reason=why) for label, v, why in values if v is None]
+    outcome = max((c.outcome for c in checks), key=_WORST.__getitem__)
+    rows = tuple(_row(c, claim.unit) for c in checks + skipped)
+    counts = ", ".join(f"{n} {o}" for o in OUTCOMES if (n := sum(1 for r in rows if r["outcome"] == o)))
+    difference = f"{outcome}: {counts} ({rule})"
+    claimed = [float(_claimed_number(claim, v, table)) for v in claim.claimed] if claim.kind == "range" \
+        else float(_claimed_number(claim, claim.claimed, table))
+    return ClaimResult(claim.id, claim.text, claim.kind, outcome, claimed, recomputed, difference,
+                       claim.note, claim.unit, rule, rows)
 
 
 @dataclass(frozen=True)
@@ -262,40 +486,16 @@ class ClaimsFile:
     claims: tuple[Claim, ...] = field(default_factory=tuple)
 
 
-def _number_map(data: dict, where: str) -> dict:
-    out = {}
-    for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadInput(f"{where}: {key} must be a number, got {value!r}")
-        out[key] = value
-    return out
-
-
 def parse_claims(text: str, source: str) -> ClaimsFile:
-    data = parse_toml(text, source)
-    report = data.get("report", {})
-    key = report.get("key", "key")
-    rows = tuple(_number_map(row, f"{source}: rows[{i}]") for i, row in enumerate(data.get("rows", [])))
-    figures = _number_map(data.get("figures", {}), f"{source}: [figures]")
-    claims = []
-    for index, entry in enumerate(data.get("claims", [])):
-        where = f"{source}: claims[{index}]"
-        for required in ("id", "text", "kind"):
-            if required not in entry:
-                raise BadInput(f"{where}: field {required!r} is missing")
-        if entry["kind"] not in KINDS:
-            raise BadInput(f"{where}: kind {entry['kind']!r} is unknown", hint=f"use one of {', '.join(KINDS)}")
-        exprs = entry.get("exprs", [entry["expr"]] if "expr" in entry else [])
-        if entry["kind"] != "unverifiable" and not exprs:
-            raise BadInput(f"{where}: field 'exprs' is missing (how to recompute the claim from the table)")
-        if entry["kind"] != "unverifiable" and "claimed" not in entry:
-            raise BadInput(f"{where}: field 'claimed' is missing")
-        claims.append(Claim(entry["id"], entry["text"], entry["kind"], entry.get("claimed"), tuple(exprs),
-                            bool(entry.get("each", False)), entry.get("unit", ""), entry.get("tolerance"),
-                            entry.get("note", "")))
-    if not claims:
-        raise BadInput(f"{source}: no [[claims]]", hint="a claims file lists the headlines to check")
-    return ClaimsFile(report.get("name", Path(source).stem), Table(key, rows, figures), tuple(claims))
+    data = validate(ClaimsFileModel, parse_toml(text, source), source)
+    claims = tuple(Claim(c.id, c.text, c.kind, c.claimed, tuple(c.exprs or ([c.expr] if c.expr else [])),
+                         c.each, c.unit, c.tolerance, c.note, source) for c in data.claims)
+    table = Table(data.report.key, tuple(data.rows), dict(data.figures))
+    for claim in claims:          # every expression is checked before any is judged
+        for expr in claim.exprs + tuple(v for v in (claim.claimed if isinstance(claim.claimed, list)
+                                                    else [claim.claimed]) if isinstance(v, str)):
+            _parse(expr, _Evaluator(table, None, expr, claim.where).refuse)
+    return ClaimsFile(data.report.name or Path(source).stem, table, claims)
 
 
 def load_claims(path: Path) -> ClaimsFile:
@@ -307,5 +507,5 @@ def check_claims(claims_file: ClaimsFile) -> list[ClaimResult]:
 
 
 def summary(results: list[ClaimResult]) -> str:
-    counts = {o: sum(1 for r in results if r.outcome == o) for o in (HOLDS, DOES_NOT_HOLD, CANNOT_CHECK)}
-    return ", ".join(f"{n} {o}" for o, n in counts.items())
+    counts = {o: sum(1 for r in results if r.outcome == o) for o in OUTCOMES}
+    return ", ".join(f"{n} {o}" for o, n in counts.items() if n or o in (HOLDS, DOES_NOT_HOLD))
