@@ -8,15 +8,16 @@ from fxprobe.gates import calc
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.core.errors import BadInput
 from fxprobe.core.verdict import Criterion, Outcome, format_number
+from fxprobe.cli.options import NON_NEGATIVE_FLOAT, PERCENT, POSITIVE_FLOAT, POSITIVE_INT
 
 
 @click.command(name="model-switch")
-@click.option("--switches", "switches_per_hour", type=float, required=True, help="Model switches per hour.")
-@click.option("--load-time", "load_times", type=float, multiple=True, help="Measured seconds per switch (repeat).")
-@click.option("--model-gb", type=float, default=None, help="Model size in GB (with --read-gbps).")
-@click.option("--read-gbps", type=float, multiple=True, help="Read bandwidth in GB/s (repeat to compare).")
-@click.option("--overhead-s", type=float, default=0.0, show_default=True, help="Fixed seconds added to every switch.")
-@click.option("--utilization", "target_pct", type=float, multiple=True,
+@click.option("--switches", "switches_per_hour", type=NON_NEGATIVE_FLOAT, required=True, help="Model switches per hour.")
+@click.option("--load-time", "load_times", type=NON_NEGATIVE_FLOAT, multiple=True, help="Measured seconds per switch (repeat).")
+@click.option("--model-gb", type=POSITIVE_FLOAT, default=None, help="Model size in GB (with --read-gbps).")
+@click.option("--read-gbps", type=POSITIVE_FLOAT, multiple=True, help="Read bandwidth in GB/s (repeat to compare).")
+@click.option("--overhead-s", type=NON_NEGATIVE_FLOAT, default=0.0, show_default=True, help="Fixed seconds added to every switch.")
+@click.option("--utilization", "target_pct", type=PERCENT, multiple=True,
               help="A stated utilization in % to invert into the switch time it implies (repeat).")
 @pass_app
 def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhead_s, target_pct):
@@ -43,13 +44,13 @@ def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhe
 
 
 @click.command()
-@click.option("--nodes", type=int, required=True, help="Inference nodes.")
-@click.option("--node-price", type=float, required=True, help="Price of one GPU node.")
-@click.option("--array-price", type=float, required=True, help="Price of one storage array.")
-@click.option("--nodes-per-array", type=int, default=8, show_default=True)
-@click.option("--per-node-storage-price", type=float, default=0.0, show_default=True,
+@click.option("--nodes", type=POSITIVE_INT, required=True, help="Inference nodes.")
+@click.option("--node-price", type=POSITIVE_FLOAT, required=True, help="Price of one GPU node.")
+@click.option("--array-price", type=NON_NEGATIVE_FLOAT, required=True, help="Price of one storage array.")
+@click.option("--nodes-per-array", type=POSITIVE_INT, default=8, show_default=True)
+@click.option("--per-node-storage-price", type=NON_NEGATIVE_FLOAT, default=0.0, show_default=True,
               help="Storage networking per node (NIC, cables, switch port).")
-@click.option("--max-share", type=float, default=10.0, show_default=True,
+@click.option("--max-share", type=PERCENT, default=10.0, show_default=True,
               help="Budget rule to judge against: storage at most this % of the GPU spend.")
 @pass_app
 def cost(app, nodes, node_price, array_price, nodes_per_array, per_node_storage_price, max_share):

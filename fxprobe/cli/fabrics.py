@@ -7,7 +7,7 @@ import click
 from fxprobe.host import fabrics as fab
 from fxprobe.core import nodes
 from fxprobe.cli.app import App, finish, pass_app
-from fxprobe.cli.options import lab_option
+from fxprobe.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, lab_option, number
 from fxprobe.core.verdict import Outcome
 
 node_option = click.option("--node", default=None, help="Run on this node ([user@]host[:port], or a lab guest with --lab); default here.")
@@ -37,11 +37,11 @@ def discover(app: App, transport, traddr, trsvcid, node, lab) -> int:
               help="Discovery address (repeat once per link to connect every path).")
 @click.option("--trsvcid", "-s", default="4420", show_default=True)
 @click.option("--nqn", "-n", default=None, help="Subsystem NQN (default: every subsystem offered).")
-@click.option("--nr-io-queues", type=int, default=None)
-@click.option("--ctrl-loss-tmo", type=int, default=None, help="Seconds before a lost controller is given up.")
-@click.option("--reconnect-delay", type=int, default=None, help="Seconds between reconnect attempts.")
-@click.option("--fast-io-fail-tmo", type=int, default=None, help="Seconds before I/O fails over (written to sysfs).")
-@click.option("--keep-alive-tmo", type=int, default=None, help="Keep-alive timeout in seconds.")
+@click.option("--nr-io-queues", type=POSITIVE_INT, default=None)
+@click.option("--ctrl-loss-tmo", type=number(int, ge=-1), default=None, help="Seconds before a lost controller is given up.")
+@click.option("--reconnect-delay", type=POSITIVE_INT, default=None, help="Seconds between reconnect attempts.")
+@click.option("--fast-io-fail-tmo", type=number(int, ge=-1), default=None, help="Seconds before I/O fails over (written to sysfs).")
+@click.option("--keep-alive-tmo", type=NON_NEGATIVE_INT, default=None, help="Keep-alive timeout in seconds.")
 @click.option("--hostnqn", default=None)
 @click.option("--hostid", default=None)
 @node_option

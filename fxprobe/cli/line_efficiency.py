@@ -7,7 +7,7 @@ import click
 from fxprobe.network import line_efficiency as le
 from fxprobe.core import nodes
 from fxprobe.cli.app import App, finish_verdict, pass_app
-from fxprobe.cli.options import INT_LIST, lab_option
+from fxprobe.cli.options import FRACTION, INT_LIST, PORT, POSITIVE_FLOAT, POSITIVE_INT, lab_option
 from fxprobe.core.errors import BadInput
 
 
@@ -22,15 +22,15 @@ from fxprobe.core.errors import BadInput
 @click.option("--sizes", "--size", "sizes", type=INT_LIST, default="1M", show_default=True,
               help="Message size(s) in bytes; several (comma-separated) make a sweep.")
 @click.option("--qps", type=INT_LIST, default="4", show_default=True, help="Queue pairs; several make a sweep.")
-@click.option("--duration", type=int, default=le.DEFAULT_DURATION, show_default=True, help="Seconds per measurement (-D).")
-@click.option("--repeat", type=int, default=1, show_default=True, help="Repeat each point N times.")
-@click.option("--line-rate", type=float, default=None, help="Nominal link rate in Gb/s (default: the interface's speed).")
-@click.option("--threshold", type=float, default=0.83, show_default=True, help="Pass at this line efficiency or above.")
-@click.option("--port", type=int, default=le.DEFAULT_PORT, show_default=True, help="TCP port of the test's control connection.")
+@click.option("--duration", type=POSITIVE_INT, default=le.DEFAULT_DURATION, show_default=True, help="Seconds per measurement (-D).")
+@click.option("--repeat", type=POSITIVE_INT, default=1, show_default=True, help="Repeat each point N times.")
+@click.option("--line-rate", type=POSITIVE_FLOAT, default=None, help="Nominal link rate in Gb/s (default: the interface's speed).")
+@click.option("--threshold", type=FRACTION, default=0.83, show_default=True, help="Pass at this line efficiency or above.")
+@click.option("--port", type=PORT, default=le.DEFAULT_PORT, show_default=True, help="TCP port of the test's control connection.")
 @click.option("--device", default=None, help="RDMA device on the client (default: chosen by rdma_cm from the address).")
-@click.option("--outs", "outstanding", type=int, default=None,
+@click.option("--outs", "outstanding", type=POSITIVE_INT, default=None,
               help="Outstanding RDMA READs per QP (default: the device maximum); lower it on a lossy emulated link.")
-@click.option("--streams", type=int, default=8, show_default=True, help="Parallel TCP streams (--transport tcp).")
+@click.option("--streams", type=POSITIVE_INT, default=8, show_default=True, help="Parallel TCP streams (--transport tcp).")
 @pass_app
 def line_efficiency(app: App, peer, server_node, server_running, client_node, lab, transport, sizes, qps, duration,
                     repeat, line_rate, threshold, port, device, outstanding, streams) -> int:

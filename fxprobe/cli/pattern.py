@@ -11,6 +11,7 @@ from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.core.errors import BadInput
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Outcome
+from fxprobe.cli.options import POSITIVE_FLOAT, number
 
 
 @click.group()
@@ -20,8 +21,8 @@ def pattern() -> None:
 
 @pattern.command("capture")
 @click.option("--device", required=True, help="Block device, e.g. /dev/nvme0n1.")
-@click.option("--seconds", type=click.FloatRange(0, min_open=True), default=10, show_default=True)
-@click.option("--interval", type=click.FloatRange(0.05), default=0.5, show_default=True,
+@click.option("--seconds", type=POSITIVE_FLOAT, default=10, show_default=True)
+@click.option("--interval", type=number(ge=0.05), default=0.5, show_default=True,
               help="diskstats sampling interval.")
 @click.option("--method", type=click.Choice(["auto", "blktrace", "diskstats"]), default="auto", show_default=True)
 @pass_app

@@ -9,12 +9,13 @@ import click
 from fxprobe.workload import profiles as profiles_lib
 from fxprobe.cli.app import App, pass_app
 from fxprobe.workload.jobfile import Target, job_text
+from fxprobe.cli.options import SCALE
 
 
 def size_option(function):
     function = click.option("--size", "max_bytes", default=None,
                             help="Cap the working set (e.g. 256M) so a run fits a small target.")(function)
-    return click.option("--scale", type=float, default=1.0, show_default=True,
+    return click.option("--scale", type=SCALE, default=1.0, show_default=True,
                         help="Shrink the working set by this factor (0 < s <= 1).")(function)
 
 

@@ -8,16 +8,17 @@ import click
 
 from fxprobe.host import selftest as selftest_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
+from fxprobe.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, number
 
 
 @click.command()
-@click.option("--expect-drives", type=int, default=24, show_default=True, help="How many drives the array must show.")
+@click.option("--expect-drives", type=POSITIVE_INT, default=24, show_default=True, help="How many drives the array must show.")
 @click.option("--subsystem", default=None, metavar="NQN", help="Only the drives behind this subsystem.")
 @click.option("--serials", "serials_file", type=click.Path(path_type=Path), default=None,
               help="Expected serials: one per line, 'SERIAL' or 'SLOT SERIAL'; '#' comments.")
-@click.option("--max-media-errors", type=int, default=0, show_default=True)
-@click.option("--min-spare", type=int, default=10, show_default=True, help="Minimum available spare, percent.")
-@click.option("--max-percent-used", type=int, default=90, show_default=True, help="Maximum wear (percentage used).")
+@click.option("--max-media-errors", type=NON_NEGATIVE_INT, default=0, show_default=True)
+@click.option("--min-spare", type=number(int, ge=0, le=100, name="percent 0-100"), default=10, show_default=True, help="Minimum available spare, percent.")
+@click.option("--max-percent-used", type=number(int, ge=0, le=255, name="percent 0-255"), default=90, show_default=True, help="Maximum wear (percentage used).")
 @click.option("--allow-mixed-firmware", is_flag=True, help="List firmware differences without failing.")
 @pass_app
 def selftest(app: App, expect_drives, subsystem, serials_file, max_media_errors, min_spare, max_percent_used,

@@ -11,6 +11,7 @@ from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.cli.run import parse_sets
 from fxprobe.core.errors import BadInput
+from fxprobe.cli.options import POSITIVE_FLOAT
 
 
 @click.command()
@@ -19,11 +20,11 @@ from fxprobe.core.errors import BadInput
 @click.option("--target", default=None, help="Directory or block device (/dev/...) to load.")
 @click.option("--resume", "resume_dir", type=click.Path(path_type=Path), default=None,
               help="Continue the soak in RUNDIR after a crash (the gap is recorded as an interruption).")
-@click.option("--stall", type=float, default=soak_lib.DEFAULT_STALL_S, show_default=True,
+@click.option("--stall", type=POSITIVE_FLOAT, default=soak_lib.DEFAULT_STALL_S, show_default=True,
               help="Seconds without a completed I/O that count as a stall.")
-@click.option("--sample", type=float, default=soak_lib.DEFAULT_SAMPLE_S, show_default=True,
+@click.option("--sample", type=POSITIVE_FLOAT, default=soak_lib.DEFAULT_SAMPLE_S, show_default=True,
               help="Seconds between telemetry samples (CPU, memory, disks, NICs, NVMe, md).")
-@click.option("--health", type=float, default=soak_lib.DEFAULT_HEALTH_S, show_default=True,
+@click.option("--health", type=POSITIVE_FLOAT, default=soak_lib.DEFAULT_HEALTH_S, show_default=True,
               help="Seconds between `nvme smart-log` reads.")
 @click.option("--allow-serial", "allow", multiple=True,
               help="Serial (or loop:<file>) of a device that may be written (repeatable).")

@@ -241,13 +241,20 @@ def validate(model: type[M], data: Any, source: str, *, strict: bool | None = No
         raise BadInput(describe(exc, source, model)) from None
 
 
-def validate_value(annotation: Any, value: Any, source: str, *, strict: bool | None = None) -> Any:
-    """One value checked against a type such as ``PositiveInt`` (an option, a ``--set`` override)."""
+def check_value(annotation: Any, value: Any, *, strict: bool | None = None) -> Any:
+    """One value checked against a type such as ``PositiveInt``; ValueError says what is wrong with it."""
     try:
         return TypeAdapter(annotation).validate_python(value, strict=strict)
     except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        raise BadInput(f"{source}: {_problem(error, [])}") from None
+        raise ValueError(_problem(exc.errors(include_url=False)[0], [])) from None
+
+
+def validate_value(annotation: Any, value: Any, source: str, *, strict: bool | None = None) -> Any:
+    """One value checked against a type such as ``PositiveInt`` (an option, a ``--set`` override)."""
+    try:
+        return check_value(annotation, value, strict=strict)
+    except ValueError as exc:
+        raise BadInput(f"{source}: {exc}") from None
 
 
 def load_toml_model(path: Path | str, model: type[M], what: str) -> M:
