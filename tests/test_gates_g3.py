@@ -139,13 +139,17 @@ def test_different_models_are_not_compared(tmp_path, capsys):
     assert "not comparable: model Qwen/A" in capsys.readouterr().out
 
 
-def test_different_input_sizes_and_failures_are_warned(tmp_path, capsys):
-    cand = _vllm(tmp_path / "a.json", total_input_tokens=100000, failed=3, median_ttft_ms=700, output_throughput=130)
+def test_different_input_sizes_are_warned_and_failures_refused(tmp_path, capsys):
+    cand = _vllm(tmp_path / "a.json", total_input_tokens=100000, median_ttft_ms=700, output_throughput=130)
     base = _vllm(tmp_path / "b.json", total_input_tokens=80000)
     assert fxprobe(tmp_path, "gate", "g3", "--candidate", cand, "--baseline", base) == 3
     out = capsys.readouterr().out
-    assert "WARNING input tokens differ: 100000 vs 80000; candidate: 3 requests failed" in out
+    assert "WARNING input tokens differ: 100000 vs 80000" in out
     assert "c8 TTFT p50 reduction: 30.0 %" in out
+    failed = _vllm(tmp_path / "f.json", total_input_tokens=100000, failed=3, median_ttft_ms=700, output_throughput=130)
+    assert fxprobe(tmp_path, "gate", "g3", "--candidate", failed, "--baseline", base) == 2
+    err = capsys.readouterr().err
+    assert f"{failed}: field 'failed': 3 requests failed" in err and err.count("\n") == 1
 
 
 def test_four_outcomes_from_g3_evidence(tmp_path, capsys):

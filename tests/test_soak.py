@@ -187,7 +187,7 @@ def fxprobe(tmp_path, capsys, *args):
     (["soak", "small-file-dataset", "--duration", "10s"], "--target are required"),
     (["soak", "--resume", "{tmp}/nowhere"], "not a run directory"),
     (["soak", "--resume", "{tmp}/other-run"], "not a soak run"),
-    (["soak", "small-file-dataset", "--duration", "10s", "--target", "{tmp}", "--stall", "0"], "--stall must be"),
+    (["soak", "small-file-dataset", "--duration", "10s", "--target", "{tmp}", "--stall", "0"], "'--stall': must be > 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
     other = RunDir.create(tmp_path, "run")

@@ -89,6 +89,14 @@ def _failed(app: App, reason: str, code: int, suffix: str = "") -> int:
     return code
 
 
+def _one_line(exc: click.ClickException) -> str:
+    """A usage error as one line naming the command and the option: bad input is one line, like every error."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "fxprobe"
+    text = " ".join(exc.format_message().split())
+    return f"{where}: {text}" + (f" (see '{where} --help')" if isinstance(exc, click.UsageError) else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every error becomes one line and an exit code (0-4)."""
     args = sys.argv[1:] if argv is None else argv
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     except (click.exceptions.Abort, KeyboardInterrupt):
         code = _failed(app, "interrupted", EXIT_INTERRUPTED)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(_one_line(exc), err=True)
         code = EXIT_USAGE if exc.exit_code == 2 else exc.exit_code
         app.fail_open_runs(exc.format_message(), code)
     except FxprobeError as exc:

@@ -10,6 +10,7 @@ from fxprobe.workload import profiles as profiles_lib
 from fxprobe.cli.app import App, pass_app
 from fxprobe.workload.jobfile import Target, job_text
 from fxprobe.cli.options import SCALE
+from fxprobe.core.paths import output_file
 
 
 def size_option(function):
@@ -68,6 +69,6 @@ def gen(app: App, name: str, target: str, layout: bool, output: Path | None, sca
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text)
+        output_file(output, "-o/--output").write_text(text)
         app.progress(f"wrote {output}")
     return 0

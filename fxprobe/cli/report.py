@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from fxprobe.core.paths import output_file, output_folder
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.report.build import build_report
 from fxprobe.core.errors import BadInput
@@ -42,7 +43,7 @@ def report():
 @pass_app
 def build(app, run_dirs, out, private_key, title, junit_not_run):
     """Markdown + HTML + JUnit XML over RUN_DIRS, with the evidence copied, hashed and signed."""
-    built = build_report(list(run_dirs), out, private_key, title, junit_not_run)
+    built = build_report(list(run_dirs), output_folder(out, "--out"), private_key, title, junit_not_run)
     run = app.new_run("report")
     return finish(app, run, "report", {"report": built.to_dict()}, built.lines(), Outcome.PASS)
 
@@ -82,7 +83,7 @@ def _inside(path: Path, folder: Path) -> bool:
 @pass_app
 def keygen(app, private_path, public_path):
     """Make an Ed25519 key pair for signing reports (the private key is written 0600)."""
-    fp = generate_keypair(private_path, public_path)
+    fp = generate_keypair(output_file(private_path, "--private"), output_file(public_path, "--public"))
     if app.verbosity >= 0:
         click.echo(f"private key {private_path} (keep it secret), public key {public_path}, fingerprint {fp}")
     return 0

@@ -30,6 +30,7 @@ from fxprobe.core.manifest import bundle_around
 from fxprobe.core.manifest import compare as compare_manifest
 from fxprobe.core.manifest import sha256_file  # noqa: F401  (re-exported: callers hash files through rundir)
 from fxprobe.core.manifest import write as write_manifest
+from fxprobe.core.paths import output_folder
 from fxprobe.core.verdict import Outcome
 
 MANIFEST = "manifest.json"
@@ -85,6 +86,7 @@ class RunDir:
         base = Path(base)
         stamp = utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
         path = base / f"{stamp}-{_safe_name(command)}"
+        output_folder(base, "--runs")
         (path / "raw").mkdir(parents=True, exist_ok=False)
         run = cls(path)
         return run
@@ -102,9 +104,7 @@ class RunDir:
             raise BadInput(f"{where}: inside the signed report {bundle}; evidence written there would change it",
                            hint="choose another place with --runs DIR (or --run-dir DIR)")
         if path is not None:
-            path = Path(path)
-            if path.exists() and not path.is_dir():
-                raise BadInput(f"--run-dir {path}: exists and is not a folder", hint="choose a folder path")
+            path = output_folder(path, "--run-dir")
             (path / "raw").mkdir(parents=True, exist_ok=True)
             run = cls(path)
         else:
@@ -121,7 +121,9 @@ class RunDir:
             raise BadInput(f"{path}: not a run directory (no {RESULTS} or {COMMANDS})",
                            hint="pass a folder made by an fxprobe command")
         run = cls(path)
-        run._seq = sum(1 for _ in run.commands())
+        if (path / COMMANDS).is_file():     # counted, not parsed: a line cut short by a crash still counts
+            with open(path / COMMANDS, "rb") as handle:
+                run._seq = sum(1 for line in handle if line.strip())
         return run
 
     # -- the envelope: every results.json is written here ----------------------------
@@ -246,22 +248,26 @@ class RunDir:
 
     # -- reading ---------------------------------------------------------
     def commands(self):
+        """Each commands.jsonl record; a line that is not a JSON object is BadInput naming file and line."""
+        from fxprobe.core.schema import read_jsonl
         path = self.path / COMMANDS
         if not path.exists():
             return
-        with open(path) as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
+        for number, record in enumerate(read_jsonl(path, "commands record file"), 1):
+            if not isinstance(record, dict):
+                raise BadInput(f"{path}: record {number} is not a JSON object (a command record)")
+            yield record
 
     def results(self) -> dict:
+        """results.json as a dict; missing, a folder, not UTF-8, not JSON, NaN, or not an object: one BadInput."""
+        from fxprobe.core.schema import read_json
         path = self.path / RESULTS
-        try:
-            return json.loads(path.read_text())
-        except FileNotFoundError:
-            raise BadInput(f"{path}: missing", hint="the run did not finish; run the command again") from None
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        if not path.exists():
+            raise BadInput(f"{path}: missing", hint="the run did not finish; run the command again")
+        data = read_json(path, "results file")
+        if not isinstance(data, dict):
+            raise BadInput(f"{path}: expected a JSON object (the results envelope), got {type(data).__name__}")
+        return data
 
     def verify_manifest(self) -> list[str]:
         """Each file whose hash differs from the manifest, or that appeared/vanished, one line each."""

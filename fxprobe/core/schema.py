@@ -300,9 +300,6 @@ def load_jsonl_models(path: Path | str, model: type[M], what: str) -> list[M]:
 
 
 # --------------------------------------------------------------------------- versions and export
-SCHEMA_VERSION = 1   # the version written into results.json, commands.jsonl and soak.jsonl records
-
-
 def json_schema(model: type[BaseModel], *, title: str | None = None) -> dict:
     """The JSON Schema (draft 2020-12) of ``model``, as exported to schemas/NAME.schema.json."""
     schema = model.model_json_schema(mode="validation")

@@ -130,12 +130,18 @@ class ClaimEntry(InputModel):
         return self
 
 
-class ClaimsFileModel(InputModel):
-    """A claims file: a report's raw table and its headlines."""
+class TableFile(InputModel):
+    """A report's raw table (a reference for G2, e.g. examples/claims/reference-r2.toml); headlines optional."""
 
     report: ReportTable = ReportTable()
     rows: list[dict[str, Number]] = []
     figures: dict[str, Number] = {}
+    claims: list[ClaimEntry] = []
+
+
+class ClaimsFileModel(TableFile):
+    """A claims file: a report's raw table and its headlines (at least one)."""
+
     claims: Annotated[list[ClaimEntry], Field(min_length=1)]
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from fxprobe.workload.benchmarks import BenchmarkResult
 from fxprobe.core.errors import BadInput
-from fxprobe.core.tomlfile import read_toml
+from fxprobe.core.schema import load_toml_model
+from fxprobe.gates.claims import TableFile
 from fxprobe.gates.catalog import G2
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Evidence, RunRecord
@@ -36,12 +37,17 @@ class Reference:
 
 
 def load_reference(path: Path, ttft_column: str, throughput_column: str) -> Reference:
-    data = read_toml(path, "reference file")
-    key = data.get("report", {}).get("key", "concurrency")
+    data = load_toml_model(path, TableFile, "reference file")
+    key = data.report.key if "key" in data.report.model_fields_set else "concurrency"
     rows = {}
-    for index, row in enumerate(data.get("rows", [])):
-        if not isinstance(row.get(key), int):
-            raise BadInput(f"{path}: rows[{index}]: field {key!r} must be an integer concurrency level")
+    for index, row in enumerate(data.rows):
+        if not isinstance(row.get(key), int) or row[key] < 1:
+            raise BadInput(f"{path}: field 'rows[{index}].{key}': must be a whole concurrency level >= 1 "
+                           f"(got {row.get(key)!r})")
+        for column in (ttft_column, throughput_column):
+            if column in row and row[column] <= 0:
+                raise BadInput(f"{path}: field 'rows[{index}].{column}': must be > 0 (got {row[column]!r})",
+                               hint="a reference TTFT or throughput of zero or less cannot be compared with")
         rows[row[key]] = row
     if not rows:
         raise BadInput(f"{path}: no [[rows]] with reference figures")

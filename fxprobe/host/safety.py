@@ -1,9 +1,14 @@
-"""The target check every destructive step goes through.
+"""The target check every destructive step goes through, in a dry run as in a real one.
 
 A block device is refused when it is mounted (itself or a partition), holds the root
 filesystem, has holders (device-mapper, md) or partitions in use, or when its identity
 (serial, WWID, or ``loop:<backing file>`` for a loop device) is not on the allow-list.
+A directory is refused when it is a system folder (/, /dev, /proc, /sys, /etc, /usr, /boot) or
+inside one: fxprobe lays files out in a directory target, so it is always written.
 Reads sysfs and /proc/self/mountinfo under a root that tests redirect.
+
+A dry run calls the same :func:`check_target` and shows :meth:`TargetCheck.lines`; the caller then
+raises :meth:`TargetCheck.require_safe` after printing, so a refused target exits 2 in both.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxprobe.core.errors import BadInput, UnsafeTarget
+from fxprobe.core.paths import system_refusal
 
 
 @dataclass(frozen=True)
@@ -49,12 +55,21 @@ class TargetCheck:
             (" for writing" if self.destructive else " for reading")
         return [head] + [f"  {'ok     ' if c.ok else 'REFUSED'} {c.name}: {c.detail}" for c in self.checks]
 
+    @property
+    def refusal(self) -> str:
+        """The first reason the target is refused, as one line ("" when it is safe)."""
+        if self.safe:
+            return ""
+        first = self.refused[0]
+        return f"refusing to write to {self.path}: {first.name}: {first.detail}"
+
     def require_safe(self) -> "TargetCheck":
         if not self.safe:
-            first = self.refused[0]
-            raise UnsafeTarget(f"refusing to write to {self.path}: {first.name}: {first.detail}",
-                               hint="pick another device" if first.name != "allow-list"
-                               else "add its identity with --allow-serial after checking it holds nothing")
+            name = self.refused[0].name
+            raise UnsafeTarget(self.refusal, hint={"allow-list": "add its identity with --allow-serial after "
+                                                                 "checking it holds nothing",
+                                                   "system folder": "name a data or scratch folder"}
+                               .get(name, "pick another device"))
         return self
 
     def to_dict(self) -> dict:
@@ -192,6 +207,8 @@ def check_target(path: str, *, destructive: bool, allow: tuple[str, ...] = (),
     if not view.is_dir(text):
         raise BadInput(f"target {text}: not a directory or a block device under /dev")
     checks = [Check("exists", True, "directory")]
+    refusal = system_refusal(text, view.realpath)
+    checks.append(Check("system folder", not refusal, refusal or "not a system folder"))
     if destructive and not view.writable(text):
         checks.append(Check("writable", False, "no write permission"))
     return TargetCheck(text, "directory", destructive=destructive, checks=tuple(checks))

@@ -26,9 +26,13 @@ import json
 import math
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
+from typing import Annotated, Any
+
 import numpy
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from fxprobe.core.errors import BadInput
+from fxprobe.core.schema import validate
 
 FORMAT_VLLM = "vllm-bench-serve"
 FORMAT_LONG_DOC_JSON = "lmcache-long-doc-qa-json"
@@ -38,6 +42,7 @@ FORMAT_MULTI_ROUND_CSV = "lmcache-multi-round-qa-csv"
 LONG_DOC_CSV_COLUMNS = {"prompt_id", "request_start", "ttft", "request_end"}
 MULTI_ROUND_CSV_COLUMNS = {"prompt_tokens", "generation_tokens", "ttft", "launch_time", "finish_time"}
 PERCENTILES = (50, 90, 99)
+LINE = "\0line"      # the CSV line number kept with each row (a key no header can hold)
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,8 @@ def _bad(source: str, field_name: str, problem: str, hint: str | None = None) ->
                                  "JSON/CSV or a multi_round_qa summary CSV")
 
 
-def _number(source: str, data: dict, key: str, *, required: bool = False) -> float | None:
-    """A finite number from ``data[key]``; numbers written as strings are accepted."""
+def _number(source: str, data: dict, key: str, *, required: bool = False, positive: bool = False) -> float | None:
+    """A finite number from ``data[key]`` (> 0 with ``positive``); numbers written as strings are accepted."""
     if key not in data or data[key] is None or data[key] == "":
         if required:
             raise _bad(source, key, "missing")
@@ -83,11 +88,9 @@ def _number(source: str, data: dict, key: str, *, required: bool = False) -> flo
         raise _bad(source, key, f"expected a number, got {value!r}") from None
     if not math.isfinite(number):
         raise _bad(source, key, f"expected a finite number, got {value!r}")
+    if positive and number <= 0:
+        raise _bad(source, key, f"must be > 0, got {value!r}")
     return number
-
-
-def _int_or_none(value: float | None) -> int | None:
-    return None if value is None else int(value)
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -101,54 +104,97 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 # -- vllm bench serve -------------------------------------------------------------
+def _loose_number(value: Any) -> Any:
+    """vLLM writes numbers; other tools (and hand-edited files) write "123.4": both read, true/false do not."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"expected a number, got {value!r}") from None
+    return value
+
+
+def _loose_count(value: Any) -> Any:
+    value = _loose_number(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Milliseconds = Annotated[float, BeforeValidator(_loose_number), Field(gt=0, allow_inf_nan=False)] | None
+Rate = Annotated[float, BeforeValidator(_loose_number), Field(gt=0, allow_inf_nan=False)] | None
+Requests = Annotated[int, BeforeValidator(_loose_count), Field(ge=0)] | None
+
+
+class VllmBenchServe(BaseModel):
+    """The fields fxprobe reads from ``vllm bench serve --save-result`` JSON (other keys are vLLM's own and
+    ignored). TTFT and throughput must be > 0, counts whole; ``completed`` 0 or any ``failed`` request is
+    refused by name (a benchmark that measured nothing, or whose figures leave failures out, is no evidence)."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, frozen=True)
+
+    completed: Requests = None
+    failed: Requests = None
+    max_concurrency: Annotated[int, BeforeValidator(_loose_count), Field(ge=1)] | None = None
+    median_ttft_ms: Milliseconds = None
+    p50_ttft_ms: Milliseconds = None
+    p90_ttft_ms: Milliseconds = None
+    p99_ttft_ms: Milliseconds = None
+    mean_ttft_ms: Milliseconds = None
+    output_throughput: Rate = None
+    request_throughput: Rate = None
+    total_input_tokens: Requests = None
+    model_id: str | None = None
+    ttfts: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = None
+
+    @field_validator("completed")
+    @classmethod
+    def _measured_something(cls, completed: int | None) -> int | None:
+        if completed == 0:
+            raise ValueError("0 requests completed: the benchmark measured nothing")
+        return completed
+
+    @field_validator("failed")
+    @classmethod
+    def _no_failures(cls, failed: int | None) -> int | None:
+        if failed:
+            raise ValueError(f"{failed} requests failed: TTFT and throughput leave them out; rerun until "
+                             "every request completes")
+        return failed
+
+
 def parse_vllm_bench(data: dict, source: str) -> BenchmarkResult:
     """``vllm bench serve --save-result`` JSON (ms latencies) -> BenchmarkResult."""
+    bench = validate(VllmBenchServe, data, source)
     ttft: dict[str, float] = {}
-    median = _number(source, data, "median_ttft_ms")
-    p50 = _number(source, data, "p50_ttft_ms")
-    if p50 is not None or median is not None:
-        ttft["p50"] = (p50 if p50 is not None else median) / 1000.0
-    for p in (90, 99):
-        value = _number(source, data, f"p{p}_ttft_ms")
+    p50 = bench.p50_ttft_ms if bench.p50_ttft_ms is not None else bench.median_ttft_ms
+    for key, value in (("p50", p50), ("p90", bench.p90_ttft_ms), ("p99", bench.p99_ttft_ms),
+                       ("mean", bench.mean_ttft_ms)):
         if value is not None:
-            ttft[f"p{p}"] = value / 1000.0
-    mean = _number(source, data, "mean_ttft_ms")
-    if mean is not None:
-        ttft["mean"] = mean / 1000.0
+            ttft[key] = value / 1000.0
     notes = []
-    detailed = data.get("ttfts")
-    if isinstance(detailed, list) and detailed:
-        samples = [v for v in detailed if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-        if samples:
-            added = {k: v for k, v in percentiles(samples).items() if k not in ttft}
-            ttft.update(added)
-            if added:
-                notes.append(f"TTFT {', '.join(added)} from {len(samples)} per-request ttfts (--save-detailed)")
+    if bench.ttfts:
+        added = {k: v for k, v in percentiles(bench.ttfts).items() if k not in ttft}
+        ttft.update(added)
+        if added:
+            notes.append(f"TTFT {', '.join(added)} from {len(bench.ttfts)} per-request ttfts (--save-detailed)")
     if not ttft:
         raise _bad(source, "median_ttft_ms", "missing (no TTFT field: median_ttft_ms, p50_ttft_ms, "
                    "p90_ttft_ms, p99_ttft_ms or mean_ttft_ms)")
-    completed = _int_or_none(_number(source, data, "completed"))
-    if completed is not None and completed <= 0:
-        raise _bad(source, "completed", f"{completed} requests completed: the benchmark measured nothing")
-    throughput = _number(source, data, "output_throughput")
-    unit = "output tok/s"
+    throughput, unit = bench.output_throughput, "output tok/s"
     if throughput is None:
-        throughput = _number(source, data, "request_throughput")
+        throughput = bench.request_throughput
         unit = "req/s" if throughput is not None else ""
-    failed = _int_or_none(_number(source, data, "failed"))
-    if failed:
-        notes.append(f"{failed} requests failed")
-    concurrency = _number(source, data, "max_concurrency")
-    model = data.get("model_id") if isinstance(data.get("model_id"), str) else None
-    return BenchmarkResult(source, FORMAT_VLLM, _int_or_none(concurrency), ttft, throughput, unit,
-                           completed, failed, tuple(notes), model,
-                           _int_or_none(_number(source, data, "total_input_tokens")))
+    return BenchmarkResult(source, FORMAT_VLLM, bench.max_concurrency, ttft, throughput, unit,
+                           bench.completed, bench.failed, tuple(notes), bench.model_id, bench.total_input_tokens)
 
 
 # -- LMCache long_doc_qa -------------------------------------------------------------
 def parse_long_doc_json(data: dict, source: str) -> BenchmarkResult:
     """long_doc_qa ``--json-output`` summary: mean TTFT and a request rate."""
-    ttft_mean = _number(source, data, "query_ttft_per_prompt", required=True)
+    ttft_mean = _number(source, data, "query_ttft_per_prompt", required=True, positive=True)
     round_time = _number(source, data, "query_round_time_per_prompt")
     throughput = None
     if round_time is not None:
@@ -170,18 +216,23 @@ def _csv_rows(text: str, source: str, required: set[str]) -> list[dict]:
     missing = sorted(required - columns)
     if missing:
         raise _bad(source, missing[0], "missing CSV column")
-    rows = list(reader)
+    rows = [{**row, LINE: index} for index, row in enumerate(reader, start=2)]
     if not rows:
         raise _bad(source, "ttft", "the CSV has a header but no rows")
     return rows
 
 
-def _column(rows: list[dict], key: str, source: str) -> list[float]:
-    values = []
-    for index, row in enumerate(rows, start=2):
-        value = _number(f"{source} line {index}", row, key, required=True)
-        values.append(value)
-    return values
+def _column(rows: list[dict], key: str, source: str, *, positive: bool = False) -> list[float]:
+    return [_number(f"{source} line {row.get(LINE, index)}", row, key, required=True, positive=positive)
+            for index, row in enumerate(rows, start=2)]
+
+
+def _span(starts: list[float], ends: list[float], source: str, start_key: str, end_key: str) -> float:
+    span = max(ends) - min(starts)
+    if span <= 0:
+        raise _bad(source, end_key, f"the last {end_key} ({max(ends):g}) is not after the first {start_key} "
+                   f"({min(starts):g}): no time passed, so no throughput")
+    return span
 
 
 def parse_long_doc_csv(text: str, source: str) -> BenchmarkResult:
@@ -189,14 +240,15 @@ def parse_long_doc_csv(text: str, source: str) -> BenchmarkResult:
     rows = _csv_rows(text, source, LONG_DOC_CSV_COLUMNS)
     total = len(rows)
     if "successful" in rows[0]:
-        rows = [row for row in rows if _truthy(row["successful"])]
-    if not rows:
-        raise _bad(source, "successful", f"none of {total} requests succeeded")
-    ttfts = _column(rows, "ttft", source)
+        failed = [row[LINE] for row in rows if not _truthy(row["successful"])]
+        if failed:
+            raise _bad(source, "successful", f"{len(failed)} of {total} requests failed (line "
+                       f"{', '.join(map(str, failed[:5]))}{', ...' if len(failed) > 5 else ''}): TTFT and "
+                       "throughput would leave them out; rerun until every request succeeds")
+    ttfts = _column(rows, "ttft", source, positive=True)
     starts = _column(rows, "request_start", source)
     ends = _column(rows, "request_end", source)
-    span = max(ends) - min(starts)
-    throughput = len(rows) / span if span > 0 else None
+    throughput = len(rows) / _span(starts, ends, source, "request_start", "request_end")
     notes = []
     if "is_miss" in rows[0]:
         misses = sum(1 for row in rows if _truthy(row["is_miss"]))
@@ -209,12 +261,15 @@ def parse_long_doc_csv(text: str, source: str) -> BenchmarkResult:
 def parse_multi_round_csv(text: str, source: str) -> BenchmarkResult:
     """multi_round_qa ``summary.csv``: TTFT percentiles and the output token rate."""
     rows = _csv_rows(text, source, MULTI_ROUND_CSV_COLUMNS)
-    ttfts = _column(rows, "ttft", source)
+    ttfts = _column(rows, "ttft", source, positive=True)
     launches = _column(rows, "launch_time", source)
     finishes = _column(rows, "finish_time", source)
     tokens = _column(rows, "generation_tokens", source)
-    span = max(finishes) - min(launches)
-    throughput = sum(tokens) / span if span > 0 else None
+    if min(tokens) < 0:
+        raise _bad(source, "generation_tokens", f"must be >= 0, got {min(tokens):g}")
+    throughput = sum(tokens) / _span(launches, finishes, source, "launch_time", "finish_time")
+    if throughput <= 0:
+        raise _bad(source, "generation_tokens", "no tokens were generated: the benchmark measured nothing")
     concurrency = None
     if "user_id" in rows[0]:
         concurrency = len({row["user_id"] for row in rows})
