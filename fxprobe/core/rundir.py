@@ -220,7 +220,7 @@ class RunDir:
         return path
 
     def record_command(self, record: dict) -> None:
-        line = json.dumps(record, default=str)
+        line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, default=str)
         with self._lock, open(self.path / COMMANDS, "a") as handle:
             handle.write(line + "\n")
             handle.flush()
@@ -249,24 +249,25 @@ class RunDir:
     # -- reading ---------------------------------------------------------
     def commands(self):
         """Each commands.jsonl record; a line that is not a JSON object is BadInput naming file and line."""
-        from fxprobe.core.schema import read_jsonl
+        from fxprobe.core.evidence import CommandRecord
+        from fxprobe.core.schema import read_jsonl, validate
         path = self.path / COMMANDS
         if not path.exists():
             return
         for number, record in enumerate(read_jsonl(path, "commands record file"), 1):
-            if not isinstance(record, dict):
-                raise BadInput(f"{path}: record {number} is not a JSON object (a command record)")
+            validate(CommandRecord, record, f"{path}: line {number}")
             yield record
 
     def results(self) -> dict:
-        """results.json as a dict; missing, a folder, not UTF-8, not JSON, NaN, or not an object: one BadInput."""
-        from fxprobe.core.schema import read_json
+        """results.json as a dict, checked against the envelope schema (core/evidence.py): missing, a folder,
+        not UTF-8, not JSON, NaN, not an object or a field of the wrong kind: one BadInput naming file and field."""
+        from fxprobe.core.evidence import ResultsEnvelope
+        from fxprobe.core.schema import read_json, validate
         path = self.path / RESULTS
         if not path.exists():
             raise BadInput(f"{path}: missing", hint="the run did not finish; run the command again")
         data = read_json(path, "results file")
-        if not isinstance(data, dict):
-            raise BadInput(f"{path}: expected a JSON object (the results envelope), got {type(data).__name__}")
+        validate(ResultsEnvelope, data, str(path))
         return data
 
     def verify_manifest(self) -> list[str]:

@@ -1,0 +1,84 @@
+"""The schema of a run folder handed back to fxprobe as evidence (``gate --evidence``, ``report``,
+``--ceiling-from``, ``pattern compare``, ``soak --resume``): its results.json envelope and its
+commands.jsonl records.
+
+The envelope's keys are the ones :class:`fxprobe.core.rundir.RunDir` writes (``ENVELOPE_KEYS``); a command's
+own results sit beside them (extra keys are kept, typed by the producer that writes them). What a reader
+relies on is typed here: the outcome is one of the four, a verdict is a name, an outcome and a list of
+criteria. A file that breaks this is one BadInput line naming the file and the field (exit 2): a folder is
+evidence only if fxprobe could have written it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict
+
+from fxprobe.core.schema import InputModel, NonEmptyStr, NonNegativeFloat, PositiveInt
+
+OutcomeText = Literal["pass", "fail", "not run", "error"]
+
+
+class Record(InputModel):
+    """A record fxprobe wrote: known keys typed, other keys kept (a newer producer may add some)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class CriterionRecord(Record):
+    """One criterion as :meth:`fxprobe.core.verdict.Criterion.to_dict` writes it."""
+
+    name: NonEmptyStr
+    outcome: OutcomeText | None = None      # read back as error when absent (Criterion.from_dict)
+    measured: Any = None
+    threshold: Any = None
+    comparator: str = ""
+    unit: str = ""
+    detail: str = ""
+    evidence: str = ""
+
+
+class VerdictRecord(Record):
+    """A verdict as :meth:`fxprobe.core.verdict.Verdict.to_dict` writes it."""
+
+    name: NonEmptyStr
+    outcome: OutcomeText | None = None      # recomputed from the criteria when read back (Verdict.from_dict)
+    reason: str = ""
+    criteria: list[CriterionRecord] = []
+
+
+class ResultsEnvelope(Record):
+    """results.json: the envelope every command writes, and its own results beside it."""
+
+    schema_version: PositiveInt | None = None
+    command: NonEmptyStr | None = None       # absent: the folder matches no gate requirement (not run)
+    argv: list[str] = []
+    started: str | None = None
+    finished: str | None = None
+    outcome: OutcomeText | None = None
+    reason: str = ""
+    exit_code: int | None = None
+    run_dir: str | None = None
+    verdict: VerdictRecord | str | None = None     # a fault run still writes its verdict word here
+    gates: list[VerdictRecord] | None = None
+
+
+class CommandRecord(Record):
+    """One line of commands.jsonl: a subprocess the runner started (or, in a dry run, would have)."""
+
+    schema_version: PositiveInt | None = None
+    name: str = ""
+    argv: list[str]
+    host: dict | str | None = None
+    cwd: str = ""
+    env: dict[str, str] = {}
+    started: str | None = None
+    ended: str | None = None
+    seconds: NonNegativeFloat | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    dry_run: bool = False
+    background: bool = False
+    stdout: str | None = None
+    stderr: str | None = None
