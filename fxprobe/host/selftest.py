@@ -11,9 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, asdict
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, ValidationError
 
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.schema import InputModel
+from fxprobe.core.tomlfile import read_text
 from fxprobe.core.runner import Runner
 from fxprobe.tools import nvme
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
@@ -59,43 +64,49 @@ class Drive:
         return asdict(self)
 
 
-_SERIAL = re.compile(r"^[\x21-\x7e]{1,20}$")   # NVMe SN: up to 20 printable ASCII characters
+class ExpectedSerial(InputModel):
+    """One line of an expected-serials file: an NVMe serial (1-20 printable ASCII characters), and its slot."""
+
+    serial: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,20}$")]
+    slot: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,20}$")] | None = None
 
 
 def parse_expected_serials(text: str, source: str) -> list[ExpectedDrive]:
     """Lines of ``SERIAL`` or ``SLOT SERIAL``; ``#`` starts a comment. Errors name file and line."""
     drives: list[ExpectedDrive] = []
-    seen: set[str] = set()
+    serials: dict[str, int] = {}
+    slots: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         parts = line.split()
-        if len(parts) == 1:
-            slot, serial = None, parts[0]
-        elif len(parts) == 2:
-            slot, serial = parts
-        else:
+        if len(parts) > 2:
             raise BadInput(f"{source}:{number}: expected 'SERIAL' or 'SLOT SERIAL', got {len(parts)} fields: {line[:60]!r}")
-        if not _SERIAL.match(serial):
-            raise BadInput(f"{source}:{number}: {serial[:40]!r} is not an NVMe serial number (1-20 printable ASCII characters)")
-        if serial in seen:
-            raise BadInput(f"{source}:{number}: serial {serial} listed twice")
-        seen.add(serial)
-        drives.append(ExpectedDrive(serial, slot))
+        fields = {"serial": parts[-1], "slot": parts[0] if len(parts) == 2 else None}
+        try:
+            entry = ExpectedSerial.model_validate(fields)
+        except ValidationError:
+            bad = "slot" if fields["slot"] is not None and not _PRINTABLE.match(fields["slot"]) else "serial"
+            raise BadInput(f"{source}:{number}: {bad} {str(fields[bad])[:40]!r} is not an NVMe {bad} "
+                           "(1-20 printable ASCII characters)") from None
+        for key, seen in (("serial", serials), ("slot", slots)):
+            value = getattr(entry, key)
+            if value is not None and value in seen:
+                raise BadInput(f"{source}:{number}: {key} {value} listed twice (first on line {seen[value]})")
+            if value is not None:
+                seen[value] = number
+        drives.append(ExpectedDrive(entry.serial, entry.slot))
     if not drives:
         raise BadInput(f"{source}: no serial numbers in the file")
     return drives
 
 
+_PRINTABLE = re.compile(r"^[\x21-\x7e]{1,20}$")
+
+
 def load_expected_serials(path: Path) -> list[ExpectedDrive]:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read the expected-serials file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not a text file") from None
-    return parse_expected_serials(text, str(path))
+    return parse_expected_serials(read_text(path, "expected-serials file"), str(path))
 
 
 def find_drives(runner: Runner, subsystem: str | None = None) -> list[Drive]:
