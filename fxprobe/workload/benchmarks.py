@@ -123,9 +123,9 @@ def _loose_count(value: Any) -> Any:
     return value
 
 
-Milliseconds = Annotated[float, BeforeValidator(_loose_number), Field(gt=0, allow_inf_nan=False)] | None
-Rate = Annotated[float, BeforeValidator(_loose_number), Field(gt=0, allow_inf_nan=False)] | None
-Requests = Annotated[int, BeforeValidator(_loose_count), Field(ge=0)] | None
+Milliseconds = Annotated[float, Field(gt=0, allow_inf_nan=False), BeforeValidator(_loose_number)] | None
+Rate = Annotated[float, Field(gt=0, allow_inf_nan=False), BeforeValidator(_loose_number)] | None
+Requests = Annotated[int, Field(ge=0), BeforeValidator(_loose_count)] | None
 
 
 class VllmBenchServe(BaseModel):
@@ -137,7 +137,7 @@ class VllmBenchServe(BaseModel):
 
     completed: Requests = None
     failed: Requests = None
-    max_concurrency: Annotated[int, BeforeValidator(_loose_count), Field(ge=1)] | None = None
+    max_concurrency: Annotated[int, Field(ge=1), BeforeValidator(_loose_count)] | None = None
     median_ttft_ms: Milliseconds = None
     p50_ttft_ms: Milliseconds = None
     p90_ttft_ms: Milliseconds = None
