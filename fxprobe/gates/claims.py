@@ -279,10 +279,19 @@ class Claim:
     tolerance: float | None = None
     note: str = ""
     source: str = ""          # the claims file
+    index: int = 0            # its place in [[claims]]
+    expr_key: str = "exprs"   # how the file wrote the expressions: exprs = [...] or expr = "..."
 
     @property
     def where(self) -> str:
         return f"{self.source}: claim {self.id}" if self.source else f"claim {self.id}"
+
+    def field(self, key: str, item: int | None = None) -> str:
+        """Where an expression of this claim is written: "file: field 'claims[3].exprs[0]' (claim x)"."""
+        at = "" if item is None or (key == "exprs" and self.expr_key == "expr") else f"[{item}]"
+        name = self.expr_key if key == "exprs" else key
+        head = f"{self.source}: " if self.source else ""
+        return f"{head}field 'claims[{self.index}].{name}{at}' (claim {self.id})"
 
 
 @dataclass(frozen=True)
@@ -346,7 +355,8 @@ def _shown_claimed(written: Any, value: Decimal) -> str:
 
 def _claimed_number(claim: Claim, value: Any, table: Table) -> Decimal:
     if isinstance(value, str):
-        return evaluate(value, table, source=f"{claim.where} (claimed)")
+        item = claim.claimed.index(value) if isinstance(claim.claimed, list) else None
+        return evaluate(value, table, source=claim.field("claimed", item))
     return _dec(value)
 
 
@@ -365,17 +375,18 @@ def _tolerance(claim: Claim, written: Any) -> tuple[Decimal, str]:
 def recompute(claim: Claim, table: Table) -> list[tuple[str, Decimal | None, str]]:
     """(label, value, why not) per expression, per row with ``each``; a row lacking a cell has value None."""
     values = []
-    for expr in claim.exprs:
+    for item, expr in enumerate(claim.exprs):
+        where = claim.field("exprs", item)
         if not claim.each:
             try:
-                values.append((expr, evaluate(expr, table, None, claim.where), ""))
+                values.append((expr, evaluate(expr, table, None, where), ""))
             except _Missing as missing:
                 raise BadInput(f"{claim.where}: the table has no cell {missing}") from None
             continue
         for row in table.rows:
             label = f"{table.key} {row.get(table.key)}"
             try:
-                values.append((label, evaluate(expr, table, row, claim.where), ""))
+                values.append((label, evaluate(expr, table, row, where), ""))
             except _Missing as missing:
                 values.append((label, None, f"this row has no {missing}"))
     return values
@@ -495,12 +506,15 @@ class ClaimsFile:
 def parse_claims(text: str, source: str) -> ClaimsFile:
     data = validate(ClaimsFileModel, parse_toml(text, source), source)
     claims = tuple(Claim(c.id, c.text, c.kind, c.claimed, tuple(c.exprs or ([c.expr] if c.expr else [])),
-                         c.each, c.unit, c.tolerance, c.note, source) for c in data.claims)
+                         c.each, c.unit, c.tolerance, c.note, source, index, "expr" if c.expr else "exprs")
+                   for index, c in enumerate(data.claims))
     table = Table(data.report.key, tuple(data.rows), dict(data.figures))
     for claim in claims:          # every expression is checked before any is judged
-        for expr in claim.exprs + tuple(v for v in (claim.claimed if isinstance(claim.claimed, list)
-                                                    else [claim.claimed]) if isinstance(v, str)):
-            _parse(expr, _Evaluator(table, None, expr, claim.where).refuse)
+        written = claim.claimed if isinstance(claim.claimed, list) else [claim.claimed]
+        for where, expr in [(claim.field("exprs", i), e) for i, e in enumerate(claim.exprs)] + \
+                [(claim.field("claimed", i if isinstance(claim.claimed, list) else None), v)
+                 for i, v in enumerate(written) if isinstance(v, str)]:
+            _parse(expr, _Evaluator(table, None, expr, where).refuse)
     return ClaimsFile(data.report.name or Path(source).stem, table, claims)
 
 
