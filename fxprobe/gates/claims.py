@@ -56,6 +56,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import InputModel, NonEmptyStr, NonNegativeFloat, Number, finite_number, validate
 from fxprobe.core.tomlfile import parse_toml, read_text
+from fxprobe.core.verdict import decide, deciding_places, format_fixed
 from fxprobe.gates.calc import utilization
 
 HOLDS = "holds"
@@ -313,34 +314,28 @@ def stated_tolerance(value: Any) -> Decimal:
     return Decimal(5).scaleb(min(0, int(exponent)) - 1)
 
 
-def _holds(value: Decimal, comparator: str, claimed: Decimal) -> bool:
-    """The exact comparison (decimal, inclusive): the rule the printed numbers show."""
-    return {">=": value >= claimed, "<=": value <= claimed, "==": value == claimed}[comparator]
-
-
 def _judge_value(label: str, value: Decimal, comparator: str, claimed: Decimal, tolerance: Decimal) -> Check:
-    if _holds(value, comparator, claimed):
+    """Exact first (core.verdict.decide, the one comparison rule), then within the rounding allowed."""
+    if decide(value, comparator, claimed):
         outcome = HOLDS
     else:
-        allowed = {">=": value >= claimed - tolerance, "<=": value <= claimed + tolerance,
-                   "==": abs(value - claimed) <= tolerance}[comparator]
+        allowed = {">=": decide(value, ">=", claimed - tolerance), "<=": decide(value, "<=", claimed + tolerance),
+                   "==": decide(abs(value - claimed), "<=", tolerance)}[comparator]
         outcome = HOLDS_WITH_ROUNDING if allowed and tolerance else DOES_NOT_HOLD
     return Check(label, value, comparator, claimed, tolerance, outcome)
 
 
-def decisive(value: Decimal, *bounds: Decimal) -> str:
-    """``value`` with the fewest digits (at least 2 decimals) that keep its side of every bound visible."""
-    for places in range(2, 20):
-        shown = value.quantize(Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_EVEN, context=_CONTEXT)
-        if all((shown > b) == (value > b) and (shown < b) == (value < b) for b in bounds):
-            return f"{shown:,f}" if abs(shown) >= 10000 else f"{shown:f}"
-    return f"{value:f}"
+def decisive(value: Decimal, *bounds: Decimal, unit: str = "") -> str:
+    """``value`` with the digits that keep its side of every bound visible, as gates print theirs
+    (core.verdict.deciding_places for each bound: 28.998 % never prints as 29.0 %)."""
+    places = max(deciding_places(value, ">=", bound, unit) for bound in bounds or (value,))
+    return format_fixed(value, places)
 
 
 def _figure(value: Decimal | None, unit: str, *bounds: Decimal) -> str:
     if value is None:
         return "-"
-    text = decisive(value, *bounds)
+    text = decisive(value, *bounds, unit=unit)
     return f"{text} {unit}" if unit else text
 
 
@@ -464,7 +459,7 @@ def _row(check: Check, unit: str) -> dict:
     if check.outcome == HOLDS_WITH_ROUNDING:
         why = f"not exactly {_stated(check.claimed)}; within the +-{_stated(check.tolerance)} allowed"
     elif check.outcome == DOES_NOT_HOLD:
-        why = f"off by {decisive(check.value - check.claimed, check.tolerance, -check.tolerance)}" \
+        why = f"off by {decisive(check.value - check.claimed, check.tolerance, -check.tolerance, unit=unit)}" \
               + (f" {unit}" if unit and unit != "%" else " percentage points" if unit == "%" else "") \
               + (f", more than the +-{_stated(check.tolerance)} allowed" if check.tolerance else "")
     elif check.outcome == CANNOT_CHECK:
