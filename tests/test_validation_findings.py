@@ -201,3 +201,12 @@ def test_bad_input_that_ended_in_an_internal_error(tmp_path, name):
     assert code != 4, (code, err)
     if code == 2:
         assert err.strip().count("\n") == 0, err
+
+
+def test_prices_and_counts_that_overflow_are_refused(tmp_path):
+    """1e300 x 1e22 nodes was inf, judged "nan %" (ERROR, exit 4)."""
+    err = one_line_exit_2(tmp_path, "cost", "--nodes", "99999999999999999999999", "--node-price", "1e300",
+                          "--array-price", "1")
+    assert "'--nodes': must be <= 1000000" in err
+    assert "'--node-price': must be <= 1e+15" in one_line_exit_2(
+        tmp_path, "cost", "--nodes", "8", "--node-price", "1e300", "--array-price", "1")

@@ -8,7 +8,7 @@ from fxprobe.gates import calc
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.core.errors import BadInput
 from fxprobe.core.verdict import Criterion, Outcome, format_number
-from fxprobe.cli.options import NON_NEGATIVE_FLOAT, PERCENT, POSITIVE_FLOAT, POSITIVE_INT
+from fxprobe.cli.options import NON_NEGATIVE_FLOAT, PERCENT, POSITIVE_FLOAT, number
 
 
 @click.command(name="model-switch")
@@ -43,12 +43,18 @@ def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhe
                                              "formula": "U = max(0, 1 - N*t/3600)"}, human, Outcome.PASS)
 
 
+# sums of prices over nodes stay finite (1e300 x 1e22 nodes was inf, judged "nan %")
+COUNT = number(int, ge=1, le=10**6, name="integer 1-1000000")
+PRICE = number(ge=0, le=1e15, name="price 0-1e15")
+PRICE_POSITIVE = number(gt=0, le=1e15, name="price > 0, up to 1e15")
+
+
 @click.command()
-@click.option("--nodes", type=POSITIVE_INT, required=True, help="Inference nodes.")
-@click.option("--node-price", type=POSITIVE_FLOAT, required=True, help="Price of one GPU node.")
-@click.option("--array-price", type=NON_NEGATIVE_FLOAT, required=True, help="Price of one storage array.")
-@click.option("--nodes-per-array", type=POSITIVE_INT, default=8, show_default=True)
-@click.option("--per-node-storage-price", type=NON_NEGATIVE_FLOAT, default=0.0, show_default=True,
+@click.option("--nodes", type=COUNT, required=True, help="Inference nodes.")
+@click.option("--node-price", type=PRICE_POSITIVE, required=True, help="Price of one GPU node.")
+@click.option("--array-price", type=PRICE, required=True, help="Price of one storage array.")
+@click.option("--nodes-per-array", type=COUNT, default=8, show_default=True)
+@click.option("--per-node-storage-price", type=PRICE, default=0.0, show_default=True,
               help="Storage networking per node (NIC, cables, switch port).")
 @click.option("--max-share", type=PERCENT, default=10.0, show_default=True,
               help="Budget rule to judge against: storage at most this % of the GPU spend.")

@@ -300,14 +300,18 @@ def load_jsonl_models(path: Path | str, model: type[M], what: str) -> list[M]:
 
 
 # --------------------------------------------------------------------------- versions and export
-def json_schema(model: type[BaseModel], *, title: str | None = None) -> dict:
-    """The JSON Schema (draft 2020-12) of ``model``, as exported to schemas/NAME.schema.json."""
-    schema = model.model_json_schema(mode="validation")
+def json_schema(model: Any, *, title: str | None = None) -> dict:
+    """The JSON Schema (draft 2020-12) of ``model`` - a model class, or any type pydantic validates (a union of
+    record models, say) - as exported to schemas/NAME.schema.json."""
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        schema = model.model_json_schema(mode="validation")
+    else:
+        schema = TypeAdapter(model).json_schema(mode="validation")
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     if title:
         schema["title"] = title
     return schema
 
 
-def schema_text(model: type[BaseModel], *, title: str | None = None) -> str:
+def schema_text(model: Any, *, title: str | None = None) -> str:
     return json.dumps(json_schema(model, title=title), indent=2, sort_keys=True) + "\n"
