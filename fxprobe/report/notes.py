@@ -1,5 +1,6 @@
-"""Advice and information the runs computed, in the report: timeout advice after a link fault, what a drive
-pull cost while the array was degraded and rebuilding, the lab's scale, and the reproducibility risks.
+"""Advice and information the runs computed, in the report: a soak's interruptions, timeout advice after a link
+fault, what a drive pull cost while the array was degraded and rebuilding, and the lab's scale (the
+reproducibility risks are in :mod:`fxprobe.report.machines`).
 
 Each note names the run it came from and links its results.json.
 """
@@ -11,11 +12,12 @@ from dataclasses import dataclass
 from fxprobe.core.verdict import format_number
 from fxprobe.report.collect import RunView
 from fxprobe.report.evidence import Link, href
+from fxprobe.report.soakview import soak_of
 
 
 @dataclass(frozen=True)
 class Note:
-    topic: str                     # "timeout advice", "degraded array", "lab scale", "reproducibility risk"
+    topic: str                     # "soak interruptions", "timeout advice", "degraded array", "lab scale"
     title: str
     lines: tuple[str, ...]
     source: Link | None = None
@@ -73,6 +75,16 @@ def degraded_figures(run: RunView) -> Note | None:
                 tuple(lines), _results_link(run)) if lines else None
 
 
+def soak_interruptions(run: RunView) -> Note | None:
+    """Every interruption of a soak: its kind, when (h from the start of the load), how long, what was seen."""
+    view = soak_of(run.path, run.results) if run.command == "soak" else None
+    if view is None or not view.interruptions:
+        return None
+    lines = tuple(f"{i.kind} at {i.start_h:.4f} h" + (f" for {format_number(i.seconds, 's')}" if i.seconds else "")
+                  + (f": {i.detail}" if i.detail else "") for i in view.interruptions)
+    return Note("soak interruptions", f"soak {run.name}: {len(lines)} interruption(s)", lines, _results_link(run))
+
+
 def is_lab(run: RunView) -> bool:
     argv = run.results.get("argv") if isinstance(run.results.get("argv"), list) else []
     return bool(run.results.get("lab")) or "--lab" in argv or str(run.results.get("run_dir", "")).startswith("/fxlab/")
@@ -93,6 +105,7 @@ def lab_scale(runs: list[RunView], gate_results: list[dict]) -> Note | None:
 
 
 def notes(runs: list[RunView], gate_results: list[dict]) -> list[Note]:
-    out = [n for run in runs for n in (timeout_advice(run), degraded_figures(run)) if n is not None]
+    out = [n for run in runs for n in (soak_interruptions(run), timeout_advice(run), degraded_figures(run))
+           if n is not None]
     scale = lab_scale(runs, gate_results)
     return out + ([scale] if scale else [])
