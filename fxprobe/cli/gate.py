@@ -8,11 +8,11 @@ import click
 
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.core.errors import BadInput
-from fxprobe.gates import GATES, Evidence, evaluate_all, load_config, verdict_lines
+from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
+from fxprobe.gates.catalog import judge_all
 from fxprobe.gates import g2 as g2_lib
-from fxprobe.gates.engine import summary_row
 from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side
-from fxprobe.core.verdict import Verdict, combine
+from fxprobe.core.verdict import Verdict
 
 _paths = click.Path(path_type=Path)
 evidence_option = click.option("--evidence", "evidence_paths", multiple=True, type=_paths,
@@ -113,13 +113,6 @@ def g3(app, candidates, baselines, evidence_paths, config_path):
 def all_gates(app, evidence_paths, config_path):
     """Every gate from the same evidence; prints a gate table, then each gate's criteria."""
     config = load_config(config_path)
-    evidence = Evidence.from_paths(evidence_paths)
-    verdicts = evaluate_all(evidence, config)
-    outcome = combine([v.outcome for v in verdicts])
-    human = ["gate table:"] + ["  " + summary_row(v) for v in verdicts]
-    for verdict in verdicts:
-        human += verdict_lines(verdict)
+    outcome, results, human = judge_all(list(evidence_paths), config)
     run = app.new_run("gate all")
-    results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),
-               "evidence": [str(p) for p in evidence_paths]}
     return finish(app, run, "gate all", results, human, outcome)

@@ -33,6 +33,7 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
@@ -204,3 +205,16 @@ GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
 def evaluate_all(evidence: Evidence, config: GateConfig) -> list:
     """Every gate's Verdict, in order G1..G4, from the same evidence."""
     return [gate.evaluate(evidence, config) for gate in GATES.values()]
+
+
+def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, dict, list[str]]:
+    """``gate all`` as a library call: (outcome, the results a run records, the lines a person reads)."""
+    from fxprobe.core.verdict import combine
+    from fxprobe.gates.engine import summary_row, verdict_lines
+    verdicts = evaluate_all(Evidence.from_paths(evidence_paths), config)
+    human = [f"gate table ({config.source}):"] + ["  " + summary_row(v) for v in verdicts]
+    for verdict in verdicts:
+        human += verdict_lines(verdict)
+    results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),
+               "evidence": [str(p) for p in evidence_paths]}
+    return combine([v.outcome for v in verdicts]), results, human

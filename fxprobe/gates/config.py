@@ -19,6 +19,7 @@ from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFl
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 DEFAULT_FILE = "gates.toml"
+LAB_FILE = Path(__file__).resolve().parent.parent.parent / "gates-lab.toml"   # shipped lab-scaled thresholds
 
 
 class G1Thresholds(InputModel):
@@ -83,6 +84,13 @@ class GateConfig:
 
     def to_dict(self) -> dict:
         return {"source": self.source, "thresholds": self.values}
+
+    @property
+    def label(self) -> str:
+        """Which thresholds these are, in gate names: "" for the buyer's (gates.toml or the defaults),
+        else the file's stem ("gates-lab"), so a lab-scaled table never passes for the buyer's."""
+        stem = Path(self.source).stem if self.source != "built-in defaults" else ""
+        return "" if stem in ("", "gates") else stem
 
     def trusted_signers(self) -> tuple[str, ...]:
         return tuple(self.values.get("g4", {}).get("trusted_signers") or ())

@@ -317,7 +317,8 @@ class Gate:
         for extra in self.extras:
             criteria += extra(evidence, config)
         criteria += evidence.unfinished_criteria()
-        return Verdict(f"{self.key.upper()} {self.title}", tuple(criteria), missing_reason(criteria))
+        scale = f" ({config.label})" if config.label else ""
+        return Verdict(f"{self.key.upper()} {self.title}{scale}", tuple(criteria), missing_reason(criteria))
 
 
 # -- presentation -------------------------------------------------------------------------

@@ -296,7 +296,8 @@ def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
         criteria += g3_benchmark_criteria(evidence, config)
     for check in MULTI_NODE_CHECKS:
         criteria += check.evaluate("g3", evidence, config)
-    verdict = Verdict("G3 main joint test", tuple(criteria), missing_reason(criteria))
+    scale = f" ({config.label})" if config.label else ""
+    verdict = Verdict(f"G3 main joint test{scale}", tuple(criteria), missing_reason(criteria))
     results = {"g3": {"candidates": [r.to_dict() for r in cand], "baselines": [r.to_dict() for r in base],
                       "comparisons": [c.to_dict() for c in comparisons],
                       "unpaired": [u.to_dict() for u in unpaired]}}

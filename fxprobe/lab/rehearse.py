@@ -53,7 +53,8 @@ class Rehearsal:
     lab_name: str
     steps: list[Step] = field(default_factory=list)
     report: Path | None = None
-    gate_table: list[str] = field(default_factory=list)
+    gate_table: list[str] = field(default_factory=list)          # with the buyer's thresholds (gates.toml)
+    lab_gate_table: list[str] = field(default_factory=list)      # with the lab-scaled gates-lab.toml
 
     def verdict(self) -> Verdict:
         criteria = [Criterion(f"{s.gate} {s.name}: evidence written", Outcome.PASS if s.produced else Outcome.ERROR,
@@ -64,7 +65,15 @@ class Rehearsal:
 
     def to_dict(self) -> dict:
         return {"lab": self.lab_name, "steps": [s.to_dict() for s in self.steps],
-                "report": str(self.report) if self.report else None, "gate_table": self.gate_table}
+                "report": str(self.report) if self.report else None, "gate_table": self.gate_table,
+                "lab_gate_table": self.lab_gate_table}
+
+    def side_by_side(self) -> list[str]:
+        """The two gate tables row by row: the buyer's thresholds, then the lab-scaled ones (printed scaled)."""
+        width = max([len(r) for r in self.gate_table] + [40])
+        head = [f"{'with the buyer gates.toml':<{width}} | with the lab-scaled gates-lab.toml"]
+        rows = [f"{b:<{width}} | {lab}" for b, lab in zip(self.gate_table, self.lab_gate_table)]
+        return head + rows
 
 
 def _fxprobe(argv: list[str]) -> int:
@@ -74,9 +83,10 @@ def _fxprobe(argv: list[str]) -> int:
 
 class Rehearse:
     def __init__(self, runner: Runner, base: Path, progress: Callable[[str], None], key: Path | None,
-                 soak_seconds: int = 60, lab_name: str | None = None):
+                 soak_seconds: int = 60, lab_name: str | None = None, config: Path | None = None):
         self.runner, self.base, self.progress = runner, base, progress
         self.key, self.soak_seconds, self.reuse = key, soak_seconds, lab_name
+        self.config = config          # the buyer's thresholds (None: ./gates.toml, else the built-in defaults)
         self.lab = None
         self.result = Rehearsal(base, lab_name or "rehearse")
 
@@ -170,34 +180,75 @@ class Rehearse:
         from fxprobe.lab.vm import MAIN_MD
         return f"FXLAB{MAIN_MD[:8].upper()}"
 
-    def gates_and_report(self) -> None:
-        """Sign the joint-test evidence, verify it (G4's sign-off), judge all gates, then the final signed report."""
-        evidence = [s.run_dir for s in self.result.steps if s.produced]
+    def library_step(self, name: str, gate: str, command: str, argv: list[str],
+                     body: Callable[[RunDir], tuple[Outcome, dict, str]]) -> Step:
+        """A step run through the library (no CLI): its run folder, begun, with the envelope of the command a
+        person would have typed (``argv``); an error inside is recorded as the step's error outcome."""
+        def action(target: Path) -> int:
+            run = RunDir.start(command, ["fxprobe", *argv], path=target)
+            with run.recording():
+                outcome, results, reason = body(run)
+                run.finish(outcome, results, reason=reason)
+            return outcome.exit_code
+        return self.step(name, gate, action)
+
+    def report_step(self, name: str, gate: str, evidence: list[Path], out: Path, key: Path, title: str) -> Step:
+        from fxprobe.report.build import build_report
+        argv = ["report", "build", *map(str, evidence), "--out", str(out), "--key", str(key), "--title", title]
+        return self.library_step(name, gate, "report", argv, lambda run: (
+            Outcome.PASS, {"report": build_report(evidence, out, key, title).to_dict()}, ""))
+
+    def verify_step(self, bundle: Path, public: Path) -> Step:
+        from fxprobe.report.bundle import verify_bundle
+
+        def verify(run: RunDir) -> tuple[Outcome, dict, str]:
+            result = verify_bundle(bundle, public)
+            return result.outcome, {"verification": result.to_dict()}, result.reason
+        argv = ["report", "verify", str(bundle), "--public-key", str(public)]
+        return self.library_step("report verify", "G4", "report verify", argv, verify)
+
+    def judge_step(self, name: str, evidence: list[Path], config_path: Path | None) -> Step:
+        from fxprobe.gates import load_config
+        from fxprobe.gates.catalog import judge_all
+        config = load_config(config_path)
+        argv = ["gate", "all", *[a for e in evidence for a in ("--evidence", str(e))]]
+        argv += ["--config", str(config_path)] if config_path else []
+        return self.library_step(name, "gates", "gate all", argv, lambda run: (
+            lambda outcome, results, _: (outcome, results, ""))(*judge_all(evidence, config)))
+
+    def signing_key(self) -> Path:
+        from fxprobe.report.signing import generate_keypair
         key = self.key or self.base / "signing" / "fxprobe-signing.pem"
         if not key.exists():
-            key.parent.mkdir(parents=True, exist_ok=True)
-            _fxprobe(["--run-dir", str(self.base / "signing" / "keygen"), "report", "keygen",
-                      "--private", str(key), "--public", str(key.with_suffix(".pub"))])
+            generate_keypair(key, key.with_suffix(".pub"))
+        return key
+
+    def gates_and_report(self) -> None:
+        """Sign the joint-test evidence, verify it against the pinned key (G4's sign-off), judge all gates twice -
+        with the buyer's thresholds and with the lab-scaled gates-lab.toml - then the final signed report."""
+        from fxprobe.gates.config import LAB_FILE
+        evidence = [s.run_dir for s in self.result.steps if s.produced]
+        key = self.signing_key()
         joint = self.base / "joint-test-report"
-        built = self.step("joint-test report", "G4", lambda t: _fxprobe(
-            ["--run-dir", str(t), "report", "build", *map(str, evidence), "--out", str(joint), "--key", str(key),
-             "--title", "fxprobe joint test in the QEMU lab (evidence before the gates)"]))
+        built = self.report_step("joint-test report", "G4", evidence, joint, key,
+                                 "fxprobe joint test in the QEMU lab (evidence before the gates)")
         if built.produced:
-            public = key.with_suffix(".pub")      # without the signer's own key, only the bundle's integrity is shown
-            verified = self.step("report verify", "G4", lambda t: _fxprobe(
-                ["--run-dir", str(t), "report", "verify", str(joint),
-                 *(["--public-key", str(public)] if public.exists() else [])]))
+            verified = self.verify_step(joint, key.with_suffix(".pub"))
             if verified.produced:
                 evidence.append(verified.run_dir)
-        gate_step = self.step("gate all", "gates", lambda t: _fxprobe(
-            ["--run-dir", str(t), "gate", "all", *[a for e in evidence for a in ("--evidence", str(e))]]))
-        if gate_step.produced:
-            evidence.append(gate_step.run_dir)
-            self.result.gate_table = gate_lines(self.results_of(gate_step))
+        judged = []
+        for name, config in (("gate all (buyer's thresholds)", self.config), ("gate all (lab-scaled)", LAB_FILE)):
+            step = self.judge_step(name, evidence, config)
+            if step.produced:
+                judged.append(step.run_dir)
+                table = gate_lines(self.results_of(step))
+                if config is LAB_FILE:
+                    self.result.lab_gate_table = table
+                else:
+                    self.result.gate_table = table
         self.result.report = self.base / "report"
-        self.step("report", "report", lambda t: _fxprobe(
-            ["--run-dir", str(t), "report", "build", *map(str, evidence), "--out", str(self.result.report),
-             "--key", str(key), "--title", "fxprobe rehearsal in the QEMU lab (emulated array)"]))
+        self.report_step("report", "report", evidence + judged, self.result.report, key,
+                         "fxprobe rehearsal in the QEMU lab (emulated array)")
 
     def run(self) -> Rehearsal:
         try:
@@ -222,5 +273,5 @@ def gate_lines(gates: dict) -> list[str]:
     from fxprobe.report.collect import verdict_from_dict
     from fxprobe.report.render import gate_table
     rows = gate_table([verdict_from_dict(v) for v in gates.get("gates") or [] if isinstance(v, dict)])
-    return [f"{name:<28} {outcome:<8} {counts}" + (f" - {reason}" if reason else "")
+    return [f"{name:<40} {outcome:<8} {counts}" + (f" - {reason}" if reason else "")
             for name, outcome, counts, reason in rows]

@@ -84,7 +84,8 @@ def gate_suites(runs: list[RunView]) -> list[Suite]:
         for verdict in run.gates:
             gate = verdict.name.split()[0]
             cases = tuple((f"fxprobe.{_key(label)}.{gate}", f"{gate} / {c.name}", c) for c in verdict.criteria)
-            suites.append(Suite(f"{verdict.name} ({label})", f"fxprobe.{_key(label)}", cases, seconds, started,
+            name = verdict.name if verdict.name.endswith(f"({label})") else f"{verdict.name} ({label})"
+            suites.append(Suite(name, f"fxprobe.{_key(label)}", cases, seconds, started,
                                 _hostname(run)))
     return suites
 
