@@ -104,7 +104,7 @@ def test_g3_from_a_run_directory_and_rejudged_by_gate_all(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 3                                    # G1/G2/G4 have no evidence: not run
     assert "c8 throughput gain (band low): 28.9 % (need >= 28.0 %" in out
-    assert "G1 delivery acceptance: NOT RUN - no selftest run among the evidence" in out
+    assert "G1 delivery acceptance (wide): NOT RUN - no selftest run among the evidence" in out   # names its file
 
 
 def test_g3_with_only_a_candidate_is_bad_input(tmp_path, capsys):
