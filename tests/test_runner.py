@@ -84,3 +84,16 @@ def test_manifest_hashes_every_file_and_detects_change(run):
     path = run.path / "results.json"
     data = bytearray(path.read_bytes()); data[0] ^= 1; path.write_bytes(bytes(data))
     assert run.verify_manifest() == ["results.json: changed (SHA-256 differs from the manifest)"]
+
+
+def test_ssh_that_never_reached_the_command_is_told_apart_from_a_failed_command():
+    from fxprobe.core.hosts import never_connected
+    from fxprobe.core.runner import CommandResult
+
+    def result(code, err):
+        return CommandResult(argv=("ssh",), host="host1", returncode=code, stdout="", stderr=err, started="", ended="",
+                             seconds=10.0, timed_out=False, dry_run=False, name="x")
+    # captured from a CI run: a TCG guest under a fio load did not send its banner within ConnectTimeout
+    assert never_connected(result(255, "Connection timed out during banner exchange\n"))
+    assert not never_connected(result(1, "cat: /sys/x: No such file or directory\n"))
+    assert not never_connected(result(255, "fio: some error\n"))

@@ -33,9 +33,10 @@ class SshHost:
     identity: Path | None = None
     known_hosts: Path | None = None
     options: tuple[str, ...] = field(default_factory=tuple)
+    connect_timeout: int = 10
 
     def ssh_prefix(self) -> list[str]:
-        argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+        argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout}",
                 "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
                 "-o", "LogLevel=ERROR", "-p", str(self.port)]
         if self.identity:
@@ -52,6 +53,16 @@ class SshHost:
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": "ssh", "address": self.address, "port": self.port,
                 "user": self.user}
+
+
+# ssh's own messages when the connection never reached the remote command: safe to try again.
+NOT_CONNECTED = ("banner exchange", "kex_exchange_identification", "Connection refused",
+                 "Connection timed out", "Connection reset by peer", "Connection closed by remote host")
+
+
+def never_connected(result) -> bool:
+    """True when ssh exited 255 before the remote command ran (the guest was too busy to answer)."""
+    return result.returncode == 255 and any(text in result.stderr for text in NOT_CONNECTED)
 
 
 Host = LocalHost | SshHost

@@ -36,7 +36,7 @@ from pathlib import Path
 import psutil
 
 from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
-from fxprobe.core.hosts import SshHost
+from fxprobe.core.hosts import SshHost, never_connected
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
 from fxprobe.lab.kernel import ensure_kernel
@@ -59,6 +59,7 @@ ARRAY_MEMORY_MB = 1024
 HOST_MEMORY_MB = 768
 DATA_MTU = 9000
 READY_TIMEOUT = 300
+GUEST_CONNECT_TIMEOUT_S = 30   # sshd in a TCG guest under a fio load was seen to take > 10 s to send its banner
 RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)$")
 MAIN_MD = "fxlab"
 ALT_PORT_OFFSET = 50      # nvmet port id of a link's second transport
@@ -222,12 +223,15 @@ class Lab:
         """The guest as a remote node: every fxprobe feature runs commands there through this."""
         name = self.guest_name(name)
         return SshHost(name=name, address="127.0.0.1", port=self.state.guests[name].ssh_port, user="root",
-                       identity=self.folder / sshkeys.CLIENT_KEY, known_hosts=self.folder / sshkeys.KNOWN_HOSTS)
+                       identity=self.folder / sshkeys.CLIENT_KEY, known_hosts=self.folder / sshkeys.KNOWN_HOSTS,
+                       connect_timeout=GUEST_CONNECT_TIMEOUT_S)
 
     def exec(self, guest: str, argv: list[str], timeout: float = 120, check: bool = False,
              input: str | None = None, label: str | None = None) -> CommandResult:
+        # an emulated guest under load can take > 10 s to answer ssh: a connection that never reached the
+        # command is tried again (3 attempts); a command that ran and failed is not
         return self.runner.run(argv, timeout=timeout, host=self.guest(guest), check=check, input=input,
-                               label=label, what=f"in lab guest {guest}")
+                               label=label, what=f"in lab guest {guest}", retry_if=never_connected, attempts=3)
 
     def python(self, module: str, *args: str) -> list[str]:
         """argv that runs a fxprobe module with the project's Python inside a guest."""
