@@ -146,3 +146,22 @@ def test_remote_view_asks_the_same_questions_through_a_host(tmp_path):
         a = check_target(device, destructive=True, view=remote)
         b = check_target(device, destructive=True, view=local)
         assert a.to_dict() == b.to_dict() and not a.safe
+
+
+@pytest.mark.parametrize("target, refused", [("/dev/nvme0n1", "root filesystem"), ("/dev/nvme4n1", "mounted"),
+                                             ("/dev/nvme2n1", "holders")])
+def test_a_writing_load_on_a_root_or_mounted_device_is_refused_by_the_plan_check(fake, target, refused):
+    """Issue 13, "Dry run hides a refusal": the plan of a randwrite load gets the same check, dry run or not."""
+    from fxprobe.host.safety import check_load_target
+    check = check_load_target(target, "randwrite", allow=("S1ROOT", "S5MNT", "S3MD"), view=fake)
+    assert not check.safe and check.refused[0].name == refused
+    assert check.refusal.startswith(f"refusing to write to {target}: {refused}")
+    assert any(line.startswith(f"  REFUSED {refused}") for line in check.lines())
+    assert check_load_target(target, "randread", view=fake) is None       # a read load writes nothing
+
+
+def test_a_system_folder_is_refused_as_a_directory_target(tmp_path):
+    for folder in ("/", "/etc", "/usr", "/boot"):
+        check = check_target(folder, destructive=True)
+        assert not check.safe and check.refused[0].name == "system folder", check.lines()
+    assert check_target(str(tmp_path), destructive=True).safe

@@ -244,3 +244,22 @@ def _check_block(path: str, name: str, destructive: bool, allow: tuple[str, ...]
     else:
         checks = checks[:1]  # reading needs only that it exists
     return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks))
+
+
+WRITING_RW = ("write", "randwrite", "rw", "randrw", "readwrite", "trimwrite")
+
+
+def load_writes(rw: str) -> bool:
+    """Whether a fio ``rw`` mode writes to its target."""
+    return rw in WRITING_RW or "write" in rw
+
+
+def check_load_target(target: str, rw: str, *, allow: tuple[str, ...] = (),
+                      view: SystemView | None = None) -> TargetCheck | None:
+    """The one check a plan makes for the load it will run, the same in a dry run as in a real one: None when
+    the load only reads; else the target check (show its ``lines()``, refuse with ``refusal`` when not
+    ``safe`` - a dry run prints the refusal and exits 2 like the real run, which refuses before touching it)."""
+    if not load_writes(rw):
+        return None
+    return check_target(target, destructive=True, allow=allow, view=view)
+
