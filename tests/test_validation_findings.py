@@ -130,6 +130,35 @@ def test_a_system_folder_is_refused_as_a_write_target_also_in_a_dry_run(tmp_path
     assert f"refusing to write to {target}: system folder" in err
 
 
+def _root_device() -> str | None:
+    source = Path("/proc/self/mounts").read_text().split("\n")
+    for line in source:
+        fields = line.split()
+        if len(fields) > 1 and fields[1] == "/" and fields[0].startswith("/dev/"):
+            return fields[0]
+    return None
+
+
+@pytest.mark.parametrize("target", ["root device", "/", "/etc"])
+def test_a_fault_dry_run_shows_the_refusal_of_a_writing_load(tmp_path, target):
+    """`fault run --dry-run` of a randwrite load on the root device (or a system folder) showed a clean plan;
+    only the real run refused. Now the plan shows the one load check and exits 2 with its refusal."""
+    target = _root_device() if target == "root device" else target
+    if target is None:
+        pytest.skip("the root filesystem is not on a /dev block device here")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'[fault]\nkind = "link-down"\nvia = "netlink"\ninterface = "lo"\n'
+                        f'[load]\ntarget = "{target}"\nrw = "randwrite"\n')
+    code, out, err = cli(tmp_path, "fault", "run", str(scenario), "--dry-run")
+    assert code == 2 and "internal error" not in err, (code, out, err)
+    assert f"target {target} (" in out and "REFUSED for writing" in out     # the plan shows why
+    assert f"refusing to write to {target}: " in err and err.strip().count("\n") == 0
+    results = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
+    assert results["outcome"] == "error" and "refusing to write" in results["reason"]
+    scenario.write_text(scenario.read_text().replace("randwrite", "randread"))   # a read load is not refused
+    assert cli(tmp_path, "fault", "run", str(scenario), "--dry-run")[0] == 3
+
+
 # --------------------------------------------------------------------------- internal errors (exit 4)
 def _evidence(tmp_path: Path, name: str, data: bytes) -> str:
     folder = tmp_path / name

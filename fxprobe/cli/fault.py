@@ -56,6 +56,9 @@ def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
     plan = engine.build_plan(loaded, runner, options)
     if options.dry_run:
         human = ["DRY RUN (nothing injected; add --yes and --allow to run it):"] + plan.lines
+        if plan.load_check is not None and not plan.load_check.safe:
+            app.emit({"dry_run": True, "plan": plan.to_dict()}, human)
+            plan.require_safe_load()     # refused as the real run is: exit 2, after showing why
         return finish(app, run_dir, "fault run", {"dry_run": True, "plan": plan.to_dict(),
                                                          "verdict": None}, human, Outcome.NOT_RUN)
     results = engine.execute(plan, run_dir, Journal.default(), options)

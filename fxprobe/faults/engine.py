@@ -26,6 +26,7 @@ from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
+from fxprobe.host.safety import TargetCheck, check_load_target
 
 LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")
 
@@ -48,10 +49,18 @@ class Plan:
     lines: list[str]
     refusals: list[str]
     env: methods.Env
+    load_check: TargetCheck | None = None     # host/safety.check_load_target of the load, made once
 
     def to_dict(self) -> dict:
         return {"scenario": self.scenario.name, "kind": self.scenario.kind, "via": self.method.via,
-                "target": self.method.target, "lines": self.lines, "refusals": self.refusals}
+                "target": self.method.target, "lines": self.lines, "refusals": self.refusals,
+                "load_check": self.load_check.to_dict() if self.load_check else None}
+
+    def require_safe_load(self) -> None:
+        """Raise the load check's refusal (exit 2): a real run before it touches anything, a dry run after
+        showing its plan - the same check either way."""
+        if self.load_check is not None:
+            self.load_check.require_safe()
 
 
 def _iso_ms(stamp: str) -> float:
@@ -98,14 +107,14 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     lines.append(f"at +{t['steady_s']:g} s inject {scenario.kind} via {method.via} on {method.target}; "
                  f"restore at +{t['steady_s'] + t['fault_s']:g} s; keep loading {t['recover_s']:g} s")
     lines += [f"  {line}" for line in method.plan()]
+    load_check = None
     if lab is None:
         if not options.yes and not options.dry_run:
             options.dry_run = True
-        if "write" in scenario.load["rw"] or scenario.load["rw"] in ("rw", "randrw"):
-            from fxprobe.host.safety import check_target
-            check = check_target(scenario.load["target"], destructive=True, allow=options.allow)
-            if not options.dry_run:
-                check.require_safe()
+        load_check = check_load_target(scenario.load["target"], scenario.load["rw"], allow=options.allow)
+        lines += load_check.lines() if load_check else []
+        if not options.dry_run and load_check:
+            load_check.require_safe()
         if not options.dry_run and method.target not in options.allow:
             raise UnsafeTarget(f"{scenario.kind} target {method.target} is not on the allow-list: nothing injected",
                                hint=f"check it is the device you mean, then add --allow {method.target}")
@@ -113,7 +122,7 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     if refusals and not options.allow_visible and not options.dry_run:
         raise UnsafeTarget(f"refusing {scenario.kind} on {method.target}: {refusals[0]}; nothing injected",
                            hint="for a planted negative test add --allow-visible")
-    return Plan(scenario, method, lines, refusals, env)
+    return Plan(scenario, method, lines, refusals, env, load_check)
 
 
 def clock_offset(runner: Runner, host, tries: int = 3) -> tuple[float, float]:
