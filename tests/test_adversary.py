@@ -11,8 +11,10 @@ FXPROBE_ADVERSARY_LOG=FILE appends one line per input tried: reader, class of ba
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import tomllib
 from pathlib import Path
@@ -27,6 +29,7 @@ BENCH = ROOT / "tests/fixtures/bench"
 SETTINGS = settings(max_examples=int(os.environ.get("FXPROBE_ADVERSARY_EXAMPLES", "15")), deadline=None,
                     derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 WORK = Path(tempfile.mkdtemp(prefix="fxprobe-adversary-"))
+atexit.register(shutil.rmtree, WORK, True)   # hundreds of generated files: not left in /tmp
 
 
 # --------------------------------------------------------------------------- running and judging
