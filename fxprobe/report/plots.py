@@ -75,9 +75,9 @@ def _short(text: str, width: int) -> str:
 def _grid_text(axes, rows: list[GridRow]) -> None:
     axes.set_axis_off()
     axes.set_xlim(0, 1)
-    axes.set_ylim(-0.5, len(rows) - 0.5)
+    axes.set_ylim(-0.5, len(rows) + 0.5)          # the top row holds the column heads (under the title)
     for x, head in ((0.0, "gate"), (0.06, "criterion"), (0.60, "outcome"), (0.74, "measured, threshold")):
-        axes.text(x, len(rows) - 0.35, head, fontsize=7, fontweight="bold", va="bottom")
+        axes.text(x, len(rows), head, fontsize=7, fontweight="bold", va="center")
     for y, row in zip(range(len(rows) - 1, -1, -1), rows):
         axes.text(0.0, y, row.gate, fontsize=7, va="center")
         axes.text(0.06, y, _short(row.criterion.name, 58), fontsize=7, va="center")
@@ -100,7 +100,8 @@ def _grid_bars(axes, rows: list[GridRow]) -> None:
                       fontweight="bold")
     axes.axvline(0, color="black", linewidth=0.8)
     axes.set_xlim(-1.05, 1.6)
-    axes.set_ylim(-0.5, len(rows) - 0.5)
+    axes.set_ylim(-0.5, len(rows) + 0.5)
+    axes.text(0.0, len(rows), "margin", fontsize=7, fontweight="bold", va="center", ha="center")
     axes.set_yticks([])
     axes.set_xticks([-1, -0.5, 0, 0.5, 1], ["-100 %", "-50 %", "0", "+50 %", "+100 %"], fontsize=6.5)
     axes.set_xlabel("margin as a fraction of its own threshold (< 0: on the failing side)", fontsize=7)
@@ -112,7 +113,7 @@ def gate_grid(rows: list[GridRow], title: str) -> bytes | None:
     """One line per criterion: gate, name, outcome, measured and threshold, margin bar (or yes/no)."""
     if not rows:
         return None
-    figure, (text, bars) = plt.subplots(1, 2, figsize=(11, 0.26 * len(rows) + 1.1),
+    figure, (text, bars) = plt.subplots(1, 2, figsize=(11, 0.26 * (len(rows) + 1) + 1.1),
                                         gridspec_kw={"width_ratios": [2.6, 1.4], "wspace": 0.02})
     _grid_text(text, rows)
     _grid_bars(bars, rows)
