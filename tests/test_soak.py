@@ -183,7 +183,7 @@ def fxprobe(tmp_path, capsys, *args):
 
 @pytest.mark.parametrize("args, words", [
     (["soak", "no-such-profile", "--duration", "10s", "--target", "{tmp}"], "unknown profile 'no-such-profile'"),
-    (["soak", "small-file-dataset", "--duration", "10x", "--target", "{tmp}"], "--duration '10x'"),
+    (["soak", "small-file-dataset", "--duration", "10x", "--target", "{tmp}"], "'--duration': '10x'"),
     (["soak", "small-file-dataset", "--duration", "10s"], "--target are required"),
     (["soak", "--resume", "{tmp}/nowhere"], "not a run directory"),
     (["soak", "--resume", "{tmp}/other-run"], "not a soak run"),

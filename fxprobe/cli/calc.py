@@ -8,15 +8,16 @@ from fxprobe.gates import calc
 from fxprobe.cli.app import finish, pass_app
 from fxprobe.core.errors import BadInput
 from fxprobe.core.verdict import Criterion, Outcome, format_number
-from fxprobe.cli.options import NON_NEGATIVE_FLOAT, PERCENT, POSITIVE_FLOAT, number
+from fxprobe.cli.options import NON_NEGATIVE_FLOAT, PERCENT, POSITIVE_FLOAT, duration, number, rate
 
 
 @click.command(name="model-switch")
 @click.option("--switches", "switches_per_hour", type=NON_NEGATIVE_FLOAT, required=True, help="Model switches per hour.")
-@click.option("--load-time", "load_times", type=NON_NEGATIVE_FLOAT, multiple=True, help="Measured seconds per switch (repeat).")
-@click.option("--model-gb", type=POSITIVE_FLOAT, default=None, help="Model size in GB (with --read-gbps).")
-@click.option("--read-gbps", type=POSITIVE_FLOAT, multiple=True, help="Read bandwidth in GB/s (repeat to compare).")
-@click.option("--overhead-s", type=NON_NEGATIVE_FLOAT, default=0.0, show_default=True, help="Fixed seconds added to every switch.")
+@click.option("--load-time", "load_times", type=duration(ge=0), multiple=True, help="Measured time per switch (repeat).")
+@click.option("--model-gb", type=POSITIVE_FLOAT, default=None, help="Model size in GB (with --read-rate).")
+@click.option("--read-rate", "read_gbps", type=rate(to="GB/s", gt=0), multiple=True,
+              help="Read bandwidth, e.g. 12GB/s (bytes) or 100G (bits); repeat to compare.")
+@click.option("--overhead", "overhead_s", type=duration(ge=0), default=0.0, show_default=True, help="Fixed time added to every switch.")
 @click.option("--utilization", "target_pct", type=PERCENT, multiple=True,
               help="A stated utilization in % to invert into the switch time it implies (repeat).")
 @pass_app
@@ -24,7 +25,7 @@ def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhe
     """Effective GPU utilization U = max(0, 1 - N*t/3600) under N switches/hour of t seconds each."""
     scenarios = [calc.scenario(f"load time {format_number(t, 's')}", switches_per_hour, t) for t in load_times]
     if read_gbps and model_gb is None:
-        raise BadInput("model-switch: --read-gbps needs --model-gb")
+        raise BadInput("model-switch: --read-rate needs --model-gb")
     for bw in read_gbps:
         t = calc.load_time(model_gb, bw, overhead_s)
         scenarios.append(calc.scenario(f"{format_number(model_gb, 'GB')} at {format_number(bw, 'GB/s')}",
@@ -32,7 +33,7 @@ def model_switch(app, switches_per_hour, load_times, model_gb, read_gbps, overhe
     implied = [{"utilization_pct": u, "switch_time_s": calc.switch_time_for(u / 100.0, switches_per_hour)}
                for u in target_pct]
     if not scenarios and not implied:
-        raise BadInput("model-switch: give --load-time, --model-gb with --read-gbps, or --utilization")
+        raise BadInput("model-switch: give --load-time, --model-gb with --read-rate, or --utilization")
     human = [f"formula: U = max(0, 1 - N * t / 3600), N = {format_number(switches_per_hour)} switches/hour"]
     human += [f"  {s.label}: t = {format_number(s.switch_time_s, 's')} -> utilization "
               f"{format_number(s.utilization_pct, '%')}" for s in scenarios]

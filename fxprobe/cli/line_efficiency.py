@@ -7,7 +7,7 @@ import click
 from fxprobe.network import line_efficiency as le
 from fxprobe.core import nodes
 from fxprobe.cli.app import App, finish_verdict, pass_app
-from fxprobe.cli.options import INT_LIST, PORT, POSITIVE_FLOAT, POSITIVE_INT, lab_option, number
+from fxprobe.cli.options import INT_LIST, PORT, POSITIVE_INT, duration, lab_option, number, rate
 from fxprobe.core.errors import BadInput
 
 
@@ -22,9 +22,9 @@ from fxprobe.core.errors import BadInput
 @click.option("--sizes", "--size", "sizes", type=INT_LIST, default="1M", show_default=True,
               help="Message size(s) in bytes; several (comma-separated) make a sweep.")
 @click.option("--qps", type=INT_LIST, default="4", show_default=True, help="Queue pairs; several make a sweep.")
-@click.option("--duration", type=POSITIVE_INT, default=le.DEFAULT_DURATION, show_default=True, help="Seconds per measurement (-D).")
+@click.option("--duration", type=duration(kind=int, ge=1), default=le.DEFAULT_DURATION, show_default=True, help="Time per measurement (-D, whole seconds).")
 @click.option("--repeat", type=POSITIVE_INT, default=1, show_default=True, help="Repeat each point N times.")
-@click.option("--line-rate", type=POSITIVE_FLOAT, default=None, help="Nominal link rate in Gb/s (default: the interface's speed).")
+@click.option("--line-rate", type=rate(gt=0), default=None, help="Nominal link rate (default: the interface's speed).")
 @click.option("--threshold", type=number(gt=0, le=1, name="fraction 0 < f <= 1"), default=0.83, show_default=True, help="Pass at this line efficiency or above.")
 @click.option("--port", type=PORT, default=le.DEFAULT_PORT, show_default=True, help="TCP port of the test's control connection.")
 @click.option("--device", default=None, help="RDMA device on the client (default: chosen by rdma_cm from the address).")

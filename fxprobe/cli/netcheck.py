@@ -6,7 +6,7 @@ import click
 
 from fxprobe.network import netcheck as netcheck_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
-from fxprobe.cli.options import POSITIVE_INT
+from fxprobe.cli.options import rate
 
 
 @click.command()
@@ -15,7 +15,8 @@ from fxprobe.cli.options import POSITIVE_INT
 @click.option("--roce/--no-roce", default=None, help="Require (or skip) RoCE checks; default: where an RDMA device is bound.")
 @click.option("--roce-mtu", type=click.Choice(["1024", "2048", "4096"]), default="4096", show_default=True,
               help="RoCE MTU the fabric should run; the netdev MTU must be at least this + 96.")
-@click.option("--min-speed", "min_speed", type=POSITIVE_INT, default=None, help="Minimum negotiated speed in Mb/s.")
+@click.option("--min-speed", "min_speed", type=rate(to="Mb/s", kind=int, ge=1, le=1_600_000), default=None,
+              help="Minimum negotiated speed.")
 @pass_app
 def netcheck(app: App, interfaces, peers, roce, roce_mtu, min_speed) -> int:
     """Check that each data interface is ready for NVMe/RoCEv2 (link, speed, MTU, RDMA port, RoCE v2 GID, path MTU)."""

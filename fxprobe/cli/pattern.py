@@ -11,7 +11,7 @@ from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.core.errors import BadInput
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Outcome
-from fxprobe.cli.options import POSITIVE_FLOAT, number
+from fxprobe.cli.options import duration
 
 
 @click.group()
@@ -21,8 +21,8 @@ def pattern() -> None:
 
 @pattern.command("capture")
 @click.option("--device", required=True, help="Block device, e.g. /dev/nvme0n1.")
-@click.option("--seconds", type=POSITIVE_FLOAT, default=10, show_default=True)
-@click.option("--interval", type=number(ge=0.05), default=0.5, show_default=True,
+@click.option("--seconds", type=duration(gt=0), default=10, show_default=True, help="How long to capture.")
+@click.option("--interval", type=duration(ge=0.05), default=0.5, show_default=True,
               help="diskstats sampling interval.")
 @click.option("--method", type=click.Choice(["auto", "blktrace", "diskstats"]), default="auto", show_default=True)
 @pass_app

@@ -9,12 +9,13 @@ import click
 from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.lab.rehearse import Rehearse
 from fxprobe.report.headline import bundle_headlines
-from fxprobe.cli.options import POSITIVE_INT
+from fxprobe.cli.options import duration
 
 
 @click.command()
 @click.option("--lab", "lab_name", default=None, metavar="NAME", help="Use this running lab instead of booting one.")
-@click.option("--soak", "soak_seconds", type=POSITIVE_INT, default=60, show_default=True, help="Seconds of the short soak.")
+@click.option("--soak", "soak_seconds", type=duration(kind=int, ge=1), default=60, show_default=True,
+              help="Length of the short soak (whole seconds).")
 @click.option("--key", type=click.Path(path_type=Path), default=None, envvar="FXPROBE_SIGNING_KEY",
               help="Ed25519 private key that signs the report (default: a new one in the run folder).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,

@@ -9,7 +9,7 @@ from typing import Iterator
 import click
 
 from fxprobe.cli.app import App, finish, finish_verdict, pass_app
-from fxprobe.cli.options import NON_NEGATIVE_FLOAT, PORT, POSITIVE_FLOAT, POSITIVE_INT, lab_option, number
+from fxprobe.cli.options import PORT, POSITIVE_INT, duration, lab_option, rate
 from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LocalHost, SshHost
@@ -60,8 +60,8 @@ def common_options(function):
     options = [
         click.option("--target", required=True, help="Directory or block device (/dev/...) to run on."),
         click.option("--repeats", type=POSITIVE_INT, default=None, help="Repeats (default: the profile's, 3)."),
-        click.option("--runtime", type=number(ge=0.5), default=None, help="Measured seconds per repeat."),
-        click.option("--ramp", type=NON_NEGATIVE_FLOAT, default=None, help="Warm-up seconds discarded per repeat."),
+        click.option("--runtime", type=duration(ge=0.5), default=None, help="Measured time per repeat."),
+        click.option("--ramp", type=duration(ge=0), default=None, help="Warm-up time discarded per repeat."),
         click.option("--nodes", default=None, help="Run from these nodes with fio client/server: local, local:ADDR or [user@]host, comma separated; with --lab, its guests (host1,host2)."),
         click.option("--fio-port", type=PORT, default=FIO_PORT, show_default=True,
                      help="fio --server port on each node (inside each guest with --lab)."),
@@ -70,7 +70,7 @@ def common_options(function):
         click.option("--ssh-port", type=PORT, default=22, show_default=True),
         click.option("--ssh-user", default="root", show_default=True),
         click.option("--allow-serial", "allow", multiple=True, help="Serial (or loop:<file>) of a device that may be written (repeatable)."),
-        click.option("--ceiling", type=POSITIVE_FLOAT, default=None, help="Array port ceiling in Gb/s: report the aggregate as a fraction of it."),
+        click.option("--ceiling", type=rate(gt=0), default=None, help="Array port ceiling: report the aggregate as a fraction of it."),
         click.option("--ceiling-from", "ceiling_from", type=click.Path(path_type=Path), default=None,
                      help="Take the ceiling from a `fxprobe netcheck` run folder (the port's line rate)."),
         click.option("--ceiling-iface", default=None, help="Which netcheck interface is the array port."),
@@ -153,8 +153,8 @@ def run_verdict(result) -> Verdict:
 @click.argument("name")
 @common_options
 @click.option("--vary", required=True, help="KEY=V1,V2,... with KEY jobs, threads, iodepth or concurrency.")
-@click.option("--p99-limit", "p99_limit_ms", type=POSITIVE_FLOAT, required=True,
-              help="p99 latency limit in ms for the knee.")
+@click.option("--p99-limit", "p99_limit_ms", type=duration(bare="ms", gt=0), required=True,
+              help="p99 latency limit for the knee.")
 @pass_app
 def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ssh_identity, ssh_port, ssh_user,
           allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, vary, p99_limit_ms) -> int:

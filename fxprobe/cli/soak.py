@@ -11,21 +11,21 @@ from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.cli.run import parse_sets
 from fxprobe.core.errors import BadInput
-from fxprobe.cli.options import POSITIVE_FLOAT
+from fxprobe.cli.options import duration
 
 
 @click.command()
 @click.argument("profile", required=False)
-@click.option("--duration", default=None, help="Load period: 90s, 10m, 72h, 1h30m.")
+@click.option("--duration", type=duration(gt=0), default=None, help="Load period.")
 @click.option("--target", default=None, help="Directory or block device (/dev/...) to load.")
 @click.option("--resume", "resume_dir", type=click.Path(path_type=Path), default=None,
               help="Continue the soak in RUNDIR after a crash (the gap is recorded as an interruption).")
-@click.option("--stall", type=POSITIVE_FLOAT, default=soak_lib.DEFAULT_STALL_S, show_default=True,
-              help="Seconds without a completed I/O that count as a stall.")
-@click.option("--sample", type=POSITIVE_FLOAT, default=soak_lib.DEFAULT_SAMPLE_S, show_default=True,
-              help="Seconds between telemetry samples (CPU, memory, disks, NICs, NVMe, md).")
-@click.option("--health", type=POSITIVE_FLOAT, default=soak_lib.DEFAULT_HEALTH_S, show_default=True,
-              help="Seconds between `nvme smart-log` reads.")
+@click.option("--stall", type=duration(gt=0), default=soak_lib.DEFAULT_STALL_S, show_default=True,
+              help="Time without a completed I/O that counts as a stall.")
+@click.option("--sample", type=duration(gt=0), default=soak_lib.DEFAULT_SAMPLE_S, show_default=True,
+              help="Time between telemetry samples (CPU, memory, disks, NICs, NVMe, md).")
+@click.option("--health", type=duration(gt=0), default=soak_lib.DEFAULT_HEALTH_S, show_default=True,
+              help="Time between `nvme smart-log` reads.")
 @click.option("--allow-serial", "allow", multiple=True,
               help="Serial (or loop:<file>) of a device that may be written (repeatable).")
 @click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
@@ -42,8 +42,8 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
             if value is not None and value != recorded:
                 raise BadInput(f"{name} {value!r} differs from the resumed soak's {recorded!r}",
                                hint="leave it out: --resume takes it from the run")
-        if duration is not None and soak_lib.parse_duration(duration) != config.planned_s:
-            raise BadInput(f"--duration {duration!r} differs from the resumed soak's {config.planned_s:g} s",
+        if duration is not None and duration != config.planned_s:
+            raise BadInput(f"--duration {duration:g} s differs from the resumed soak's {config.planned_s:g} s",
                            hint="leave it out: --resume takes it from the run")
         app.resume_run(run, "soak")
         summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state).resume()
@@ -52,7 +52,7 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
             raise BadInput("give a PROFILE to run (fxprobe profile list), or --resume RUNDIR")
         if duration is None or target is None:
             raise BadInput(f"soak {profile}: --duration and --target are required")
-        config = soak_lib.SoakConfig(profile, target, soak_lib.parse_duration(duration), stall, sample, health,
+        config = soak_lib.SoakConfig(profile, target, duration, stall, sample, health,
                                      scale, max_bytes_of(max_bytes), tuple(allow), parse_sets(sets))
         soak_lib.plan_soak(config)
         run = app.new_run("soak")
