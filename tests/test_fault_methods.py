@@ -205,7 +205,7 @@ def test_cli_dry_run_is_the_default_off_a_lab_and_prints_the_plan(tmp_path, veth
 def test_cli_device_not_on_the_allow_list_is_refused(tmp_path, veth):
     scenario = tmp_path / "cut.toml"
     scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n')
-    done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow", "SOMETHING-ELSE")
+    done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow-serial", "SOMETHING-ELSE")
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "not on the allow-list" in lines[0] and "nothing injected" in lines[0]
@@ -216,7 +216,7 @@ def test_cli_fault_the_environment_cannot_do_is_exit_3_one_line(tmp_path):
     scenario = tmp_path / "port.toml"
     scenario.write_text('[fault]\nkind = "port-disable"\nport = 1\nnqn = "nqn.2026-12.io.x:y"\n'
                         '[load]\ntarget = "/dev/null"\n')
-    done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow", "nvmet-port:1")
+    done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow-serial", "nvmet-port:1")
     assert done.returncode == 3
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot be injected here" in lines[0]
@@ -256,7 +256,7 @@ def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, vet
                         f'[timing]\nsteady_s = 4\nsettle_s = 1\nfault_s = 3\nrecover_s = 2\n'
                         f'[load]\ntarget = "{loop_device}"\nlog_msec = 500\n'
                         f'[criteria]\nmax_p99_ratio = 1000.0\nmin_throughput_pct = 20.0\n')
-    done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario), "--yes", "--allow", veth)
+    done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario), "--yes", "--allow-serial", veth)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert result["mode"] == "host" and result["impact"]["errors"] == 0

@@ -196,7 +196,7 @@ def test_lab_up_refusals(args, env, code, words, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "refused", *args]) == code
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--lab", "refused", *args]) == code
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0] and "Traceback" not in err[0]
     assert not (tmp_path / "labs" / "refused").exists() and not _qemu_processes_of("refused")
@@ -208,7 +208,7 @@ def test_lab_up_port_taken(capsys, monkeypatch, tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        code = main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "busy", "--port-base", str(port)])
+        code = main(["--runs", str(tmp_path / "runs"), "lab", "up", "--lab", "busy", "--port-base", str(port)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_USAGE and len(err) == 1 and f"port {port}" in err[0]
     assert not (tmp_path / "labs" / "busy").exists() and not _qemu_processes_of("busy")
@@ -216,7 +216,7 @@ def test_lab_up_port_taken(capsys, monkeypatch, tmp_path):
 
 def test_lab_status_without_a_lab(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
-    assert main(["--runs", str(tmp_path / "runs"), "lab", "status", "--name", "none"]) == EXIT_USAGE
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "status", "--lab", "none"]) == EXIT_USAGE
     assert "no lab named 'none' is up" in capsys.readouterr().err
 
 
@@ -224,13 +224,13 @@ def test_native_lab_refuses_on_a_kernel_without_modules(capsys, monkeypatch, tmp
     if Path("/lib/modules", os.uname().release).is_dir():
         pytest.skip("this kernel has modules: the native lab is tested inside the array guest")
     monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / "labs"))
-    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--native", "--name", "nat"]) == EXIT_NOT_RUN
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--native", "--lab", "nat"]) == EXIT_NOT_RUN
     assert "no loadable modules" in capsys.readouterr().err
 
 
 def test_lab_folder_too_long_for_a_unix_socket(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("FXPROBE_LAB_HOME", str(tmp_path / ("x" * 100)))
-    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--name", "long"]) == EXIT_USAGE
+    assert main(["--runs", str(tmp_path / "runs"), "lab", "up", "--lab", "long"]) == EXIT_USAGE
     assert "too long for a unix socket" in capsys.readouterr().err
 
 

@@ -35,18 +35,16 @@ def list_scenarios(app: App):
 @click.argument("scenario")
 @click.option("--lab", "lab", is_flag=False, flag_value="default", default=None, metavar="[NAME]",
               help="Aim at this running lab (--lab alone: the lab named 'default'), as --lab NAME elsewhere.")
-@click.option("--lab-name", default=None, hidden=True, help="Older spelling of --lab NAME.")
 @click.option("--dry-run/--yes", "dry_run", default=None,
               help="Print what would happen (default off a lab) / really inject on this host.")
-@click.option("--allow", "allow", multiple=True, metavar="DEVICE_SERIAL",
-              help="Identity (serial, interface, ...) the fault may touch; repeat. Needed off a lab.")
+@click.option("--allow-serial", "allow", multiple=True, metavar="SERIAL|IFACE",
+              help="Identity the fault may touch (a drive's serial, a link's interface); repeat. Needed off a lab.")
 @click.option("--allow-visible", is_flag=True,
               help="Allow a fault that must be visible (only path, loss beyond RAID redundancy): a negative test.")
 @pass_app
-def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
+def run(app: App, scenario, lab, dry_run, allow, allow_visible):
     """Run SCENARIO (a name from faults/ or a .toml path)."""
     loaded = load_scenario(scenario)
-    lab = lab_name if lab is not None and lab_name else lab
     options = engine.Options(lab=lab, dry_run=bool(dry_run),
                              yes=dry_run is False, allow=tuple(allow), allow_visible=allow_visible,
                              progress=app.progress)
@@ -55,7 +53,7 @@ def run(app: App, scenario, lab, lab_name, dry_run, allow, allow_visible):
     runner = app.runner(run_dir)
     plan = engine.build_plan(loaded, runner, options)
     if options.dry_run:
-        human = ["DRY RUN (nothing injected; add --yes and --allow to run it):"] + plan.lines
+        human = ["DRY RUN (nothing injected; add --yes and --allow-serial to run it):"] + plan.lines
         if plan.load_check is not None and not plan.load_check.safe:
             app.emit({"dry_run": True, "plan": plan.to_dict()}, human)
             plan.require_safe_load()     # refused as the real run is: exit 2, after showing why

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from fxprobe.cli.app import finish, pass_app
+from fxprobe.cli.options import SeveralValues
 from fxprobe.core.errors import BadInput
 from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
 from fxprobe.gates.catalog import judge_all
@@ -15,8 +16,8 @@ from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side
 from fxprobe.core.verdict import Verdict
 
 _paths = click.Path(path_type=Path)
-evidence_option = click.option("--evidence", "evidence_paths", multiple=True, type=_paths,
-                               help="A run directory to read (repeat for several).")
+evidence_option = click.option("--evidence", "evidence_paths", cls=SeveralValues, type=_paths, metavar="RUNDIR...",
+                               help="Run directories to read: several after one --evidence (runs/*), or repeat it.")
 config_option = click.option("--config", "config_path", type=_paths, default=None,
                              help="Thresholds TOML (default ./gates.toml if present, else built-in defaults).")
 
@@ -55,8 +56,8 @@ g4 = _make_single("g4", "stability and sign-off")
 
 
 @gate.command(name="g2")
-@click.option("--measured", "measured", multiple=True, type=_paths,
-              help="Single-node benchmark file or folder to compare with the reference (repeat per concurrency).")
+@click.option("--measured", "measured", cls=SeveralValues, type=_paths, metavar="PATH...",
+              help="Single-node benchmark files or folders to compare with the reference (one per concurrency).")
 @click.option("--reference", type=_paths, default=None,
               help="Reference table TOML ([[rows]] per concurrency), e.g. examples/claims/reference-r2.toml.")
 @click.option("--ttft-column", default="array_ttft_s", show_default=True, help="Reference TTFT p50 column (s).")
@@ -84,10 +85,10 @@ def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths,
 
 
 @gate.command(name="g3")
-@click.option("--candidate", "candidates", multiple=True, type=_paths,
-              help="Benchmark file or folder with KV tiering on the array (repeat per concurrency).")
-@click.option("--baseline", "baselines", multiple=True, type=_paths,
-              help="Benchmark file or folder for the local NVMe baseline (repeat per concurrency).")
+@click.option("--candidate", "candidates", cls=SeveralValues, type=_paths, metavar="PATH...",
+              help="Benchmark files or folders with KV tiering on the array (one per concurrency).")
+@click.option("--baseline", "baselines", cls=SeveralValues, type=_paths, metavar="PATH...",
+              help="Benchmark files or folders for the local NVMe baseline (one per concurrency).")
 @evidence_option
 @config_option
 @pass_app

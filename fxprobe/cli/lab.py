@@ -7,10 +7,11 @@ import sys
 import click
 
 from fxprobe.cli.app import App, finish, pass_app
+from fxprobe.cli.options import TC_RATE, duration, rate
 from fxprobe.core.errors import BadInput
 from fxprobe.core.verdict import Outcome
 
-name_option = click.option("--name", default="default", envvar="FXPROBE_LAB", show_default=True,
+name_option = click.option("--lab", "name", default="default", metavar="NAME", envvar="FXPROBE_LAB", show_default=True,
                            help="Lab name (several labs can run side by side).")
 
 
@@ -34,7 +35,8 @@ def lab():
 @click.option("--hosts", default=1, show_default=True, help="Host guests (host1..hostN).")
 @click.option("--links", default=1, show_default=True, help="Data links per host (1 or 2).")
 @click.option("--transport", default="tcp", show_default=True, help="tcp or rdma (soft-RoCE on the data links).")
-@click.option("--link-speed", default=100000, show_default=True, help="Advertised data link speed, Mb/s.")
+@click.option("--link-speed", type=rate(to="Mb/s", kind=int, ge=10, le=800_000), default="100G", show_default=True,
+              help="Advertised data link speed (10M to 800G).")
 @click.option("--drive-mb", default=256, show_default=True, help="Size of each emulated drive, MiB.")
 @click.option("--port-base", type=int, default=None, help="Use loopback ports from here (default: free ports).")
 @click.option("--accel", default="auto", show_default=True, help="auto (KVM if it boots here, else TCG), kvm or tcg.")
@@ -108,13 +110,15 @@ def status(app: App, name, native):
 
 @lab.command(name="exec", context_settings={"ignore_unknown_options": True})
 @name_option
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds before the command is stopped.")
+@click.option("--timeout", type=duration(gt=0), default=600.0, show_default=True, help="Time before the command is stopped.")
 @click.argument("guest")
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_app
 def exec_(app: App, name, timeout, guest, argv):
-    """Run ARGV in GUEST (array, host, host1...); prints its output, exits with its code."""
+    """Run ARGV in GUEST (array, host, host1...); prints its output, exits with its code. Options of this
+    command go before GUEST; everything after it (an optional -- first) is the guest's."""
     from fxprobe.lab.vm import Lab
+    argv = argv[1:] if argv[:1] == ("--",) else argv
     run = app.new_run("lab exec", folder="lab-exec")
     handle = Lab.load(name, app.runner(run))
     result = handle.exec(guest, list(argv), timeout=timeout)
@@ -220,8 +224,8 @@ def link_up(app, name, host, n):
 @name_option
 @click.option("--host", default="host1", show_default=True)
 @click.argument("n", type=int)
-@click.argument("rate")
+@click.argument("rate", type=TC_RATE)
 @pass_app
 def throttle(app, name, host, n, rate):
-    """Limit data link N to RATE (tc units, e.g. 200mbit; "off" removes the limit)."""
+    """Limit data link N to RATE (20M, 0.2G, 200mbit; bare numbers Gb/s; "off" removes the limit)."""
     return _fault(app, name, "throttle", lambda l: l.throttle(n, rate, host))

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from fxprobe import __version__
+from fxprobe.cli import conventions
 from fxprobe.cli.app import App
 from fxprobe.core.errors import EXIT_ERROR, EXIT_USAGE, FxprobeError
 from fxprobe.core.rundir import EXIT_INTERRUPTED
@@ -58,27 +59,41 @@ class LazyGroup(click.Group):
             if exc.name == module_name:
                 return None  # not built yet
             raise
-        return getattr(module, attribute, None)
+        command = getattr(module, attribute, None)
+        return conventions.adopt(command, name) if command is not None else None
+
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            rest = conventions.rewrite(self, ctx, name, rest)
+        return name, command, rest
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="fxprobe")
+@click.version_option(__version__, "-V", "--version", prog_name="fxprobe")
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None,
               help="Write evidence to this folder instead of runs/<UTC time>-<command>/.")
 @click.option("--runs", "runs_base", type=click.Path(path_type=Path), default=None,
               envvar="FXPROBE_RUNS", help="Base folder for run directories (default ./runs).")
-@click.option("--json", "json_output", is_flag=True, help="Print the machine-readable result on stdout.")
+@click.option("--json", "json_output", is_flag=True,
+              help="Print the machine-readable result on stdout (also accepted after the command, as -o json).")
+@click.option("-o", "--output-format", "output_format", type=click.Choice(conventions.OUTPUT_FORMATS), default=None,
+              metavar="FORMAT", help="normal or json (as nvme-cli's -o json); same as --json.")
 @click.option("-v", "--verbose", count=True, help="More detail; -v also shows tracebacks.")
 @click.option("-q", "--quiet", count=True, help="Less output.")
 @click.pass_context
-def cli(ctx: click.Context, run_dir, runs_base, json_output, verbose, quiet):
+def cli(ctx: click.Context, run_dir, runs_base, json_output, output_format, verbose, quiet):
     """Characterize an NVMe-oF array for LLM KV cache and judge acceptance gates G1-G4."""
     app = ctx.obj if isinstance(ctx.obj, App) else App()   # main() passes one holding the real command line
+    json_output = output_format == "json" if output_format else json_output
     app.json_output, app.verbosity, app.run_dir = json_output, verbose - quiet, run_dir
     if runs_base is not None:
         app.runs_base = runs_base
     app.runs_given = runs_base is not None or run_dir is not None or app.runs_given
     ctx.obj = app
+
+
+conventions.adopt(cli, "")
 
 
 def _failed(app: App, reason: str, code: int, suffix: str = "") -> int:
@@ -101,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: every error becomes one line and an exit code (0-4)."""
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in args)
-    app = App(argv=["fxprobe", *args])
+    app = App(argv=["fxprobe", *conventions.redact_argv(args)])
     try:
         code = cli.main(args=args, prog_name="fxprobe", standalone_mode=False, obj=app)
     except (click.exceptions.Abort, KeyboardInterrupt):

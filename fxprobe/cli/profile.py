@@ -57,7 +57,7 @@ def show(app: App, name: str, scale: float, max_bytes: str | None) -> int:
 @click.option("--target", default="/mnt/kvpool", show_default=True,
               help="Directory (or /dev block device) the job file points at.")
 @click.option("--layout", is_flag=True, help="Write the (untimed) layout job instead of the measured one.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "output", type=click.Path(path_type=Path), default=None,
               help="Write the job file here instead of stdout.")
 @size_option
 @pass_app
@@ -69,6 +69,6 @@ def gen(app: App, name: str, target: str, layout: bool, output: Path | None, sca
     if output is None:
         click.echo(text, nl=False)
     else:
-        output_file(output, "-o/--output").write_text(text)
+        output_file(output, "--out").write_text(text)
         app.progress(f"wrote {output}")
     return 0

@@ -8,6 +8,7 @@ import click
 
 from fxprobe.core.paths import output_file, output_folder
 from fxprobe.cli.app import finish, pass_app
+from fxprobe.cli.options import SeveralValues
 from fxprobe.report.build import build_report
 from fxprobe.core.errors import BadInput
 from fxprobe.report.bundle import bundle_around, verify_bundle
@@ -32,7 +33,9 @@ def report():
 
 
 @report.command()
-@click.argument("run_dirs", nargs=-1, required=True, type=_paths)
+@click.argument("run_dirs", nargs=-1, type=_paths)
+@click.option("--evidence", "evidence", cls=SeveralValues, type=_paths, metavar="RUNDIR...",
+              help="Run directories to report on (as RUN_DIRS, and as gate --evidence).")
 @click.option("--out", required=True, type=_paths, help="New folder for the report bundle.")
 @click.option("--key", "private_key", type=_paths, default=None, envvar="FXPROBE_SIGNING_KEY",
               help="Ed25519 private key (PEM) that signs the manifest (env FXPROBE_SIGNING_KEY).")
@@ -41,9 +44,11 @@ def report():
               help="How junit.xml reports a NOT RUN criterion: a failure (a gate that never ran is not green) or "
                    "skipped.")
 @pass_app
-def build(app, run_dirs, out, private_key, title, junit_not_run):
+def build(app, run_dirs, evidence, out, private_key, title, junit_not_run):
     """Markdown + HTML + JUnit XML over RUN_DIRS, with the evidence copied, hashed and signed."""
-    built = build_report(list(run_dirs), output_folder(out, "--out"), private_key, title, junit_not_run)
+    if not run_dirs and not evidence:
+        raise BadInput("report build: give the run directories (RUN_DIRS... or --evidence RUNDIR...)")
+    built = build_report([*run_dirs, *evidence], output_folder(out, "--out"), private_key, title, junit_not_run)
     run = app.new_run("report")
     return finish(app, run, "report", {"report": built.to_dict()}, built.lines(), Outcome.PASS)
 
