@@ -80,6 +80,7 @@ class RunDir:
         self._envelope: dict | None = None      # set by begin(); None: nothing recorded by this process
         self._known: dict = {}                   # fields known before the end (note()), kept in every envelope
         self.finished = False
+        self.secrets: set[str] = set()          # values shown as <secret> in commands.jsonl (redact())
 
     @classmethod
     def create(cls, base: Path, command: str) -> "RunDir":
@@ -219,7 +220,18 @@ class RunDir:
             handle.write(data)
         return path
 
+    def redact(self, *secrets: str) -> None:
+        """Show these values (DH-CHAP keys) as <secret> in every command recorded from now on."""
+        self.secrets.update(s for s in secrets if s)
+
     def record_command(self, record: dict) -> None:
+        if self.secrets and "argv" in record:
+            argv = []
+            for arg in record["argv"]:
+                for secret in self.secrets:
+                    arg = str(arg).replace(secret, "<secret>")
+                argv.append(arg)
+            record = {**record, "argv": argv}
         line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, default=str)
         with self._lock, open(self.path / COMMANDS, "a") as handle:
             handle.write(line + "\n")

@@ -492,10 +492,13 @@ def run_list_subsys(runner: Runner, *, host: Host = LOCAL, timeout: float = 60,
 
 
 def run_discover(runner: Runner, *, transport: str, traddr: str, trsvcid: str | int = 4420,
-                 host_traddr: str | None = None, host: Host = LOCAL, timeout: float = 60) -> DiscoveryLog:
+                 host_traddr: str | None = None, host_iface: str | None = None, host: Host = LOCAL,
+                 timeout: float = 60) -> DiscoveryLog:
     args = ["discover", "-t", transport, "-a", traddr, "-s", str(trsvcid)]
     if host_traddr:
         args += ["-w", host_traddr]
+    if host_iface:
+        args += ["-f", host_iface]
     out, result = _json_command(runner, args, host, timeout, "nvme-discover")
     return DiscoveryLog(None, ()) if out is None else parse_discover(out, result.command_line)
 
@@ -510,28 +513,47 @@ def run_id_ctrl(runner: Runner, device: str, *, host: Host = LOCAL, timeout: flo
     return None if out is None else parse_id_ctrl(out, result.command_line)
 
 
-def connect_argv(*, transport: str, traddr: str, nqn: str, trsvcid: str | int = 4420,
-                 host_traddr: str | None = None, keep_alive_tmo: int | None = None,
-                 ctrl_loss_tmo: int | None = None, reconnect_delay: int | None = None,
-                 nr_io_queues: int | None = None, hostnqn: str | None = None,
-                 hostid: str | None = None) -> list[str]:
+# nvme connect options with a value (nvme-cli 2.3 spellings), then the on/off ones
+CONNECT_VALUES = ("host_traddr", "host_iface", "keep_alive_tmo", "ctrl_loss_tmo", "reconnect_delay", "nr_io_queues",
+                  "queue_size", "hostnqn", "hostid", "dhchap_secret", "dhchap_ctrl_secret")
+CONNECT_FLAGS = ("hdr_digest", "data_digest")
+SECRET_OPTIONS = ("dhchap_secret", "dhchap_ctrl_secret")
+
+
+def connect_argv(*, transport: str, traddr: str, nqn: str, trsvcid: str | int = 4420, **options) -> list[str]:
+    """``nvme connect`` for one path; ``options`` are CONNECT_VALUES (None: left out) and CONNECT_FLAGS."""
+    unknown = set(options) - set(CONNECT_VALUES) - set(CONNECT_FLAGS)
+    if unknown:
+        raise TypeError(f"connect_argv: unknown option(s) {sorted(unknown)}")
     argv = ["nvme", "connect", "-t", transport, "-a", traddr, "-s", str(trsvcid), "-n", nqn]
-    for flag, value in (("--host-traddr", host_traddr), ("--keep-alive-tmo", keep_alive_tmo),
-                        ("--ctrl-loss-tmo", ctrl_loss_tmo), ("--reconnect-delay", reconnect_delay),
-                        ("--nr-io-queues", nr_io_queues), ("--hostnqn", hostnqn), ("--hostid", hostid)):
-        if value is not None:
-            argv += [flag, str(value)]
+    for name in CONNECT_VALUES:
+        if options.get(name) is not None:
+            argv += ["--" + name.replace("_", "-"), str(options[name])]
+    argv += ["--" + name.replace("_", "-") for name in CONNECT_FLAGS if options.get(name)]
     return argv
 
 
+def masked(text: str, secrets) -> str:
+    """``text`` with each secret shown as <secret> (DH-CHAP keys never reach a log or an error line)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "<secret>")
+    return text
+
+
 def run_connect(runner: Runner, *, host: Host = LOCAL, timeout: float = 60, **options) -> ConnectResult:
-    """``nvme connect``; a refusal is ``ok=False`` with the tool's message (callers decide)."""
+    """``nvme connect``; a refusal is ``ok=False`` with the tool's message (callers decide). DH-CHAP secrets
+    are redacted from the run folder's record (RunDir.redact) and from every message."""
+    secrets = [str(options[k]) for k in SECRET_OPTIONS if options.get(k)]
+    if secrets and runner.rundir is not None:
+        runner.rundir.redact(*secrets)
     result = runner.run(connect_argv(**options), timeout=timeout, host=host, label="nvme-connect")
     if result.dry_run:
         return ConnectResult(True, "", False, "dry run")
     if result.timed_out:
-        raise ToolError(result.failure("nvme connect"))
-    return parse_connect(result.stdout, result.stderr, result.returncode, result.command_line)
+        raise ToolError(masked(result.failure("nvme connect"), secrets))
+    parsed = parse_connect(result.stdout, result.stderr, result.returncode, masked(result.command_line, secrets))
+    return ConnectResult(parsed.ok, parsed.device, parsed.already_connected, masked(parsed.message, secrets))
 
 
 def run_disconnect(runner: Runner, *, nqn: str | None = None, device: str | None = None,
