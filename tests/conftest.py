@@ -9,7 +9,7 @@ Tests restore what they break (drives, links, throttles, extra exports). Without
 they fail instead.
 
 FXPROBE_TEST_LAB=<name> makes the tests use a lab that is already up (started with
-``fxprobe lab up --name <name> --drives 24 --raid-drives 20 --hosts 2 --links 2``) and leave it up:
+``fxprobe lab up --lab <name> --drives 24 --raid-drives 20 --hosts 2 --links 2``) and leave it up:
 handy while writing lab tests.
 """
 

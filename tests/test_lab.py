@@ -76,7 +76,7 @@ def test_tiny_rdma_lab_connects_and_down_leaves_nothing(tmp_path):
         assert (folder / "id_ed25519").stat().st_mode & 0o777 == 0o600
         assert len(qemu_processes(folder)) == 2 and lab_sockets(lab)
     finally:
-        code = main(["--runs", str(tmp_path / "runs"), "lab", "down", "--name", spec.name])
+        code = main(["--runs", str(tmp_path / "runs"), "lab", "down", "--lab", spec.name])
     assert code == 0
     assert not qemu_processes(folder), "a QEMU process of the lab is still running"
     assert not lab_sockets(lab), "a port of the lab still listens"
@@ -94,7 +94,7 @@ def test_must_show_1_subsystem_on_host_and_24_drives_in_array(lab, tmp_path, cap
     serials = sorted(d["SerialNumber"].strip() for d in array["Devices"])
     assert serials == sorted(d.serial for d in lab.state.drives) and len(serials) == 24
     capsys.readouterr()
-    assert main(["--runs", str(tmp_path), "--json", "lab", "status", "--name", lab.name]) == 0
+    assert main(["--runs", str(tmp_path), "--json", "lab", "status", "--lab", lab.name]) == 0
     status = json.loads(capsys.readouterr().out)["lab"]
     assert sorted(d["serial"] for d in status["drives"] if d["state"] == "present") == serials
     assert status["md"][0]["working_disks"] == SESSION_RAID_DRIVES
@@ -207,25 +207,25 @@ def test_throttle_sets_and_removes_tbf(lab):
 
 
 def test_bad_fault_input_is_one_line(lab, tmp_path, capsys):
-    assert main(["--runs", str(tmp_path), "lab", "fault", "drive-pull", "--name", lab.name, "99"]) == 2
-    assert main(["--runs", str(tmp_path), "lab", "fault", "throttle", "--name", lab.name, "1", "fast"]) == 2
+    assert main(["--runs", str(tmp_path), "lab", "fault", "drive-pull", "--lab", lab.name, "99"]) == 2
+    assert main(["--runs", str(tmp_path), "lab", "fault", "throttle", "--lab", lab.name, "1", "fast"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and "no drive slot 99" in err[0] and "rate 'fast'" in err[1]
+    assert len(err) == 2 and "no drive slot 99" in err[0] and "'fast': expected a rate" in err[1]
 
 
 def test_native_lab_inside_the_array_guest(lab):
     """`fxprobe lab up --native` (the same target code) builds, reports and tears down in a real kernel."""
     base = ["fxprobe", "--runs", "/tmp/runs"]
-    up = lab.exec("array", base + ["lab", "up", "--native", "--name", "nt", "--drives", "4", "--raid", "raid5",
+    up = lab.exec("array", base + ["lab", "up", "--native", "--lab", "nt", "--drives", "4", "--raid", "raid5",
                                    "--port-base", "4430"], timeout=300)
     try:
         assert up.ok, up.stderr
-        status = json.loads(lab.exec("array", base + ["--json", "lab", "status", "--native", "--name", "nt"],
+        status = json.loads(lab.exec("array", base + ["--json", "lab", "status", "--native", "--lab", "nt"],
                                      timeout=120, check=True).stdout)["native"]
         assert status["level"] == "raid5" and len(status["devices"]) == 4
         assert [p["state"] for s in status["nvme"] for p in s["paths"]] == ["live"]
     finally:
-        down = lab.exec("array", base + ["lab", "down", "--native", "--name", "nt"], timeout=120)
+        down = lab.exec("array", base + ["lab", "down", "--native", "--lab", "nt"], timeout=120)
     assert down.ok, down.stderr
     left = lab.exec("array", ["ls", "/sys/kernel/config/nvmet/subsystems"], check=True).stdout.split()
     assert left == [lab.main_export.nqn]
