@@ -370,6 +370,15 @@ def parse_fio_log(log: str | os.PathLike, source: str | None = None) -> pd.DataF
     return frame
 
 
+def hist_bin_values_ns(count: int, coarseness: int) -> list[int]:
+    """Value of each of ``count`` logged hist bins: fio's own for coarseness 0; else the middle of
+    the 2^c merged fio bins (as fio's tools/hist/fiologparser_hist.py does)."""
+    if coarseness == 0:
+        return [bin_value_ns(i) for i in range(count)]
+    step = 1 << coarseness
+    return [(bin_bounds_ns(i * step)[0] + bin_bounds_ns(i * step + step - 1)[1]) // 2 for i in range(count)]
+
+
 @dataclass(frozen=True)
 class FioHistLog:
     """A ``write_hist_log`` file: per window, the latency bins (coarseness folds 2^c fio bins into one)."""
@@ -382,13 +391,7 @@ class FioHistLog:
     coarseness: int
 
     def bin_values_ns(self) -> list[int]:
-        """Value of each logged bin: fio's own for coarseness 0; else the middle of the 2^c merged
-        fio bins (as fio's tools/hist/fiologparser_hist.py does)."""
-        if self.coarseness == 0:
-            return [bin_value_ns(i) for i in range(self.counts.shape[1])]
-        step = 1 << self.coarseness
-        return [(bin_bounds_ns(i * step)[0] + bin_bounds_ns(i * step + step - 1)[1]) // 2
-                for i in range(self.counts.shape[1])]
+        return hist_bin_values_ns(self.counts.shape[1], self.coarseness)
 
     def merged_bins(self, ddir: int | None = None) -> dict[int, int]:
         rows = self.counts if ddir is None else self.counts[self.ddir == ddir]

@@ -1,0 +1,300 @@
+"""fio's per-second logs at fleet scale: streamed in blocks, merged across hosts in one pass.
+
+A 72 h soak on 64 hosts is 16.6 million bandwidth lines; its latency histogram logs hold 1,856 bins
+per line. Nothing here holds a whole fleet, or even a whole file: each file is read in blocks of
+about ``BLOCK_BYTES`` by pyarrow's CSV reader (the fastest maintained reader measured on fio's
+logs, see ``scripts/bench_logs.py``), and each block is folded into running sums at once:
+
+- ``fleet_series``: bandwidth (or IOPS) logs of many hosts -> one series of log windows, the sum
+  over hosts per window (what ``workload.run.bandwidth_series`` computes from DataFrames), with
+  per-host line counts and zero windows (stalled seconds).
+- ``merge_hist_logs``: ``write_hist_log`` files of many hosts -> one histogram per direction,
+  summed bin by bin (exact: every host logs the same bin layout), so fleet percentiles follow
+  fio's own rule over all samples (percentiles themselves can never be averaged).
+
+Peak memory is one block of one host plus the sums (a series of windows, or bins per direction).
+Formats: axboe/fio HOWTO.rst "Log File Formats"; histogram bins as stat.h lays them out
+(``fio.bin_value_ns``), folded by ``log_hist_coarseness`` as tools/hist/fiologparser_hist.py does.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from fxprobe.core.errors import ParseError
+from fxprobe.tools.fio import LOG_COLUMNS, PLAT_NR, hist_bin_values_ns, percentile_from_bins
+
+BLOCK_BYTES = 16 << 20          # text per block: ~1.7 M bandwidth lines or ~3,000 histogram lines
+LIMIT = 2.0**62                 # larger magnitudes are not fio's numbers (and lose int64 exactness)
+HIST_SIZES = {PLAT_NR >> c: c for c in range(0, 7)}   # bins per line -> log_hist_coarseness
+
+LogSource = str | bytes | os.PathLike
+
+
+def _name(log: LogSource, source: str | None) -> str:
+    if source:
+        return source
+    return "fio log" if isinstance(log, (str, bytes)) else Path(log).name
+
+
+def _open(log: LogSource):
+    """Text (str), raw bytes, or a file path."""
+    if isinstance(log, str):
+        return io.BytesIO(log.encode())
+    if isinstance(log, bytes):
+        return io.BytesIO(log)
+    return pa.OSFile(os.fspath(log), "rb")
+
+
+def _first_line(log: LogSource, source: str) -> str | None:
+    """The first non-blank line (to count the fields), None for an empty log."""
+    if isinstance(log, (str, bytes)):
+        data = log.encode() if isinstance(log, str) else log
+        lines = iter(data.splitlines())
+    else:
+        try:
+            handle = open(log, "rb")
+        except OSError as exc:
+            raise ParseError(source, "log", f"cannot read: {exc.strerror or exc}") from None
+        with handle:
+            lines = iter(handle.readline, b"")
+            for line in lines:
+                if line.strip():
+                    return line.decode("utf-8", "replace")
+        return None
+    return next((line.decode("utf-8", "replace") for line in lines if line.strip()), None)
+
+
+def field_count(log: LogSource, source: str | None = None) -> int:
+    """Fields per line of a fio log (0 for an empty one)."""
+    line = _first_line(log, _name(log, source))
+    return 0 if line is None else line.count(",") + 1
+
+
+def iter_blocks(log: LogSource, source: str | None = None, *, width: int | None = None,
+                float_columns: Sequence[int] = (), block_bytes: int = BLOCK_BYTES) -> Iterator[list[np.ndarray]]:
+    """The columns of a comma-separated fio log, one block of lines at a time.
+
+    Every column is int64 except ``float_columns`` (float64); a value that is not a number, an
+    empty field, a line with another field count, or a magnitude of 2^62 or more is a ParseError
+    naming the source (and, where pyarrow says it, the column)."""
+    source = _name(log, source)
+    width = field_count(log, source) if width is None else width
+    if width == 0:
+        return
+    names = [f"f{i}" for i in range(width)]
+    types = {n: (pa.float64() if i in float_columns else pa.int64()) for i, n in enumerate(names)}
+    try:
+        reader = pcsv.open_csv(
+            _open(log),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=block_bytes),
+            parse_options=pcsv.ParseOptions(delimiter=","),
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                quoted_strings_can_be_null=False))
+        for batch in reader:
+            columns = []
+            for i, column in enumerate(batch.columns):
+                if column.null_count:
+                    raise ParseError(source, names[i], "empty field")
+                values = column.to_numpy(zero_copy_only=False)
+                if i in float_columns and not np.isfinite(values).all():
+                    raise ParseError(source, names[i], "not a finite number")
+                columns.append(values)
+            _check_range(columns, source)
+            yield columns
+    except pa.ArrowInvalid as exc:
+        raise ParseError(source, "log", f"not a comma-separated fio log: {str(exc).splitlines()[0][:160]}") from None
+    except (OSError, pa.ArrowIOError) as exc:
+        raise ParseError(source, "log", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _check_range(columns: list[np.ndarray], source: str) -> None:
+    for i, values in enumerate(columns):
+        if len(values) and (np.abs(values.max()) >= LIMIT or np.abs(values.min()) >= LIMIT):
+            raise ParseError(source, f"f{i}", "a number out of range (|value| >= 2^62)")
+
+
+# -- bandwidth / IOPS logs of a fleet -------------------------------------------------------
+@dataclass(frozen=True)
+class HostLog:
+    """What one host's log contributed."""
+
+    source: str
+    lines: int
+    windows: int             # log windows with a sample
+    zero_windows: int        # samples with value 0 (a stalled window)
+    first_ms: int | None
+    last_ms: int | None
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "lines": self.lines, "windows": self.windows,
+                "zero_windows": self.zero_windows, "first_ms": self.first_ms, "last_ms": self.last_ms}
+
+
+@dataclass(frozen=True)
+class FleetSeries:
+    """Per log window, the sum over hosts (value x factor: bw KiB/s x 1024 -> bytes/s)."""
+
+    log_msec: int
+    stamps_ms: np.ndarray    # window start (the fleet's first stamp + k x log_msec)
+    values: np.ndarray       # float64
+    hosts: tuple[HostLog, ...]
+
+    @property
+    def lines(self) -> int:
+        return sum(h.lines for h in self.hosts)
+
+    def pairs(self) -> tuple[tuple[int, float], ...]:
+        """As ``workload.run.bandwidth_series`` returns it: ((epoch ms, value), ...)."""
+        return tuple(zip(self.stamps_ms.tolist(), self.values.tolist()))
+
+
+class _Windows:
+    """Running per-window sums over a window index that grows in either direction."""
+
+    def __init__(self):
+        self.low = 0
+        self.sums = np.zeros(0)
+        self.seen = np.zeros(0, dtype=np.int64)
+
+    def add(self, index: np.ndarray, values: np.ndarray) -> None:
+        low, high = int(index.min()), int(index.max()) + 1
+        if not len(self.sums):
+            self.low, self.sums, self.seen = low, np.zeros(high - low), np.zeros(high - low, dtype=np.int64)
+        if low < self.low or high > self.low + len(self.sums):
+            new_low, new_high = min(low, self.low), max(high, self.low + len(self.sums))
+            sums, seen = np.zeros(new_high - new_low), np.zeros(new_high - new_low, dtype=np.int64)
+            sums[self.low - new_low:self.low - new_low + len(self.sums)] = self.sums
+            seen[self.low - new_low:self.low - new_low + len(self.seen)] = self.seen
+            self.low, self.sums, self.seen = new_low, sums, seen
+        offset = index - self.low
+        self.sums += np.bincount(offset, weights=values, minlength=len(self.sums))
+        self.seen += np.bincount(offset, minlength=len(self.seen))
+
+
+def fleet_series(logs: Iterable[LogSource], log_msec: int, factor: float = 1024, *,
+                 ddir: int | None = None, block_bytes: int = BLOCK_BYTES) -> FleetSeries:
+    """Sum bw (factor 1024: KiB/s -> bytes/s) or IOPS (factor 1) logs of many hosts per log window.
+
+    Windows are counted from the earliest first stamp of any log, as ``bandwidth_series`` does
+    (a sample at t falls in window round((t - start) / log_msec)); only windows with a sample
+    appear. ``ddir`` keeps one direction (0 read, 1 write); None sums all lines, as fio's own
+    bandwidth totals do. Each log is read once, block by block."""
+    if log_msec <= 0:
+        raise ValueError("log_msec must be > 0")
+    logs = list(logs)
+    names = [_name(log, None) for log in logs]
+    widths = [field_count(log, name) for log, name in zip(logs, names)]
+    for name, width in zip(names, widths):
+        if width and width not in LOG_COLUMNS:
+            raise ParseError(name, "log", f"{width} fields per line; fio logs have 4 to 8")
+    firsts = [int(float(_first_line(log, name).split(",")[0]))
+              for log, name, width in zip(logs, names, widths) if width]
+    if not firsts:
+        return FleetSeries(log_msec, np.zeros(0, dtype=np.int64), np.zeros(0), ())
+    start, half = min(firsts), log_msec // 2
+    windows, hosts = _Windows(), []
+    for log, name, width in zip(logs, names, widths):
+        lines = zeros = 0
+        first = last = None
+        own = _Windows()
+        for columns in iter_blocks(log, name, width=width, float_columns=(1,), block_bytes=block_bytes):
+            stamps, values = columns[0], columns[1]
+            if ddir is not None:
+                keep = columns[2] == ddir
+                stamps, values = stamps[keep], values[keep]
+            if not len(stamps):
+                continue
+            index = (stamps - start + half) // log_msec
+            windows.add(index, values)
+            own.add(index, np.zeros(len(index)))
+            lines += len(stamps)
+            zeros += int((values == 0).sum())
+            first = int(stamps[0]) if first is None else first
+            last = int(stamps[-1])
+        hosts.append(HostLog(name, lines, int((own.seen > 0).sum()), zeros, first, last))
+    present = np.flatnonzero(windows.seen)
+    stamps = (present + windows.low).astype(np.int64) * log_msec + start
+    return FleetSeries(log_msec, stamps, windows.sums[present] * factor, tuple(hosts))
+
+
+# -- latency histogram logs of a fleet ------------------------------------------------------
+@dataclass(frozen=True)
+class FleetHistogram:
+    """``write_hist_log`` files of many hosts, summed bin by bin per direction (0 read, 1 write, 2 trim)."""
+
+    coarseness: int
+    bin_values_ns: tuple[int, ...]
+    counts: dict[int, np.ndarray]            # ddir -> bin counts over every window of every host
+    windows: int
+    hosts: tuple[str, ...]
+
+    def bins(self, ddir: int | None = None) -> dict[int, int]:
+        """{bin value ns: count} for one direction, or all together (as ``FioHistLog.merged_bins``)."""
+        chosen = [c for d, c in self.counts.items() if ddir is None or d == ddir]
+        if not chosen:
+            return {}
+        total = np.sum(chosen, axis=0)
+        return {v: int(c) for v, c in zip(self.bin_values_ns, total) if c}
+
+    def samples(self, ddir: int | None = None) -> int:
+        return sum(self.bins(ddir).values())
+
+    def percentile(self, percent: float, ddir: int | None = None) -> int | None:
+        """fio's rule over the fleet's merged bins: the first bin whose running sum reaches p % of N."""
+        return percentile_from_bins(self.bins(ddir), percent)
+
+    def to_dict(self) -> dict:
+        return {"coarseness": self.coarseness, "windows": self.windows, "hosts": list(self.hosts),
+                "samples": {str(d): int(c.sum()) for d, c in sorted(self.counts.items())}}
+
+
+def hist_layout(width: int, source: str) -> tuple[int, int]:
+    """(prefix fields, coarseness) of a hist log line of ``width`` fields: time, ddir, bs[, prio], bins."""
+    for prefix in (3, 4):
+        if width - prefix in HIST_SIZES:
+            return prefix, HIST_SIZES[width - prefix]
+    raise ParseError(source, "bins", f"{width} fields per line fit no fio histogram layout")
+
+
+def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES) -> FleetHistogram:
+    """Sum the latency histograms of many hosts' hist logs bin by bin, block by block.
+
+    Every log must have the same bin layout (``log_hist_coarseness``); one that differs is a
+    ParseError naming it, since bins of different widths cannot be summed exactly."""
+    counts: dict[int, np.ndarray] = {}
+    layout = None
+    windows, hosts = 0, []
+    for log in logs:
+        name = _name(log, None)
+        width = field_count(log, name)
+        if not width:
+            continue
+        prefix, coarseness = hist_layout(width, name)
+        if layout is None:
+            layout = (width - prefix, coarseness, name)
+        elif layout[:2] != (width - prefix, coarseness):
+            raise ParseError(name, "bins", f"{width - prefix} bins per line (log_hist_coarseness {coarseness}); "
+                             f"{layout[2]} has {layout[0]} (coarseness {layout[1]}): cannot merge bin by bin")
+        hosts.append(name)
+        for columns in iter_blocks(log, name, width=width, block_bytes=block_bytes):
+            bins = np.column_stack(columns[prefix:])
+            if (bins < 0).any():
+                raise ParseError(name, "bins", "negative bin count")
+            ddirs = columns[1]
+            windows += len(ddirs)
+            for d in np.unique(ddirs).tolist():
+                rows = bins[ddirs == d] if len(np.unique(ddirs)) > 1 else bins
+                total = rows.sum(axis=0)
+                counts[d] = counts[d] + total if d in counts else total
+    if layout is None:
+        return FleetHistogram(0, (), {}, 0, ())
+    return FleetHistogram(layout[1], tuple(hist_bin_values_ns(layout[0], layout[1])), counts, windows, tuple(hosts))

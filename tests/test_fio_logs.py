@@ -1,0 +1,149 @@
+"""Streamed fleet log analysis (tools/fio_logs.py) against independent merges on small sets."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fxprobe.core.errors import ParseError
+from fxprobe.tools import fio, fio_logs
+from fxprobe.workload.run import bandwidth_series
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fio"
+T0 = 1_764_000_000_000
+
+
+def write_bw(path: Path, rng, seconds: int, offset_ms: int, width: int = 5, mixed: bool = False) -> Path:
+    stamps = T0 + offset_ms + np.arange(seconds) * 1000
+    values = rng.integers(0, 2_000_000, seconds)
+    values[rng.integers(0, seconds, 3)] = 0
+    extra = ", 0" * (width - 4)
+    lines = [f"{t}, {v}, {(i % 2) if mixed else 0}, 1048576{extra}" for i, (t, v) in enumerate(zip(stamps, values))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture()
+def bw_logs(tmp_path):
+    rng = np.random.default_rng(3)
+    return [write_bw(tmp_path / f"host{h}_bw.1.log", rng, 300 + 17 * h, offset_ms=h * 3, mixed=h == 1,
+                     width=5 + (h == 2))
+            for h in range(4)]
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 20, 4096])
+def test_fleet_series_equals_bandwidth_series_of_parsed_frames(bw_logs, block_bytes):
+    series = fio_logs.fleet_series(bw_logs, 1000, block_bytes=block_bytes)
+    assert series.pairs() == bandwidth_series([fio.parse_fio_log(p) for p in bw_logs], 1000)
+    assert series.lines == sum(len(p.read_text().splitlines()) for p in bw_logs)
+    for host, path in zip(series.hosts, bw_logs):
+        values = [int(line.split(",")[1]) for line in path.read_text().splitlines()]
+        assert host.zero_windows == values.count(0) and host.windows == len(values)
+
+
+def test_fleet_series_one_direction_and_iops_factor(bw_logs):
+    mixed = bw_logs[1]
+    reads = fio_logs.fleet_series([mixed], 1000, factor=1, ddir=0)
+    rows = [line.split(", ") for line in mixed.read_text().splitlines()]
+    assert reads.values.sum() == sum(int(r[1]) for r in rows if r[2] == "0")
+    assert len(reads.values) == sum(r[2] == "0" for r in rows)
+
+
+def test_fleet_series_skips_empty_logs_and_names_a_bad_one(tmp_path, bw_logs):
+    empty = tmp_path / "empty_bw.1.log"
+    empty.write_text("")
+    assert fio_logs.fleet_series([empty], 1000).lines == 0
+    assert fio_logs.fleet_series([empty, *bw_logs], 1000).pairs() == fio_logs.fleet_series(bw_logs, 1000).pairs()
+    bad = tmp_path / "bad_bw.1.log"
+    bad.write_text(bw_logs[0].read_text() + f"{T0}, x, 0, 4096, 0\n")
+    with pytest.raises(ParseError, match="bad_bw.1.log.*invalid value 'x'"):
+        fio_logs.fleet_series([bad], 1000, block_bytes=4096)
+    short = tmp_path / "short_bw.1.log"
+    short.write_text("1, 2, 3\n")
+    with pytest.raises(ParseError, match="short_bw.1.log.*3 fields per line"):
+        fio_logs.fleet_series([short], 1000)
+    ragged = tmp_path / "ragged_bw.1.log"
+    ragged.write_text("1, 2, 0, 4096, 0\n2, 3, 0\n")
+    with pytest.raises(ParseError, match="ragged_bw.1.log.*Expected 5 columns"):
+        fio_logs.fleet_series([ragged], 1000)
+
+
+def write_hist(path: Path, rng, windows: int, coarseness: int = 0, prio: bool = False, mixed: bool = False) -> Path:
+    """Windows of latencies around 80 us (reads) and 300 us (writes), binned as fio bins them."""
+    width = fio.PLAT_NR >> coarseness
+    lines = []
+    for w in range(windows):
+        ddir = w % 2 if mixed else 0
+        samples = rng.lognormal(np.log(80_000 if ddir == 0 else 300_000), 0.6, rng.integers(0, 200))
+        counts = [0] * width
+        for ns in samples.astype(np.int64):
+            counts[fio.bin_index_ns(int(ns)) >> coarseness] += 1
+        head = [T0 + w * 1000, ddir, 4096] + ([0] if prio else [])
+        lines.append(", ".join(map(str, head + counts)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def independent_merge(paths: list[Path], prefix: int, values: list[int]) -> dict:
+    """Python's csv module, a Counter of bin value per direction (None: all): no numpy, no pyarrow."""
+    merged: dict = {None: Counter(), 0: Counter(), 1: Counter()}
+    for path in paths:
+        with open(path, newline="") as handle:
+            for row in csv.reader(handle, skipinitialspace=True):
+                counts = {v: int(c) for v, c in zip(values, row[prefix:]) if c != "0"}
+                merged[int(row[1])].update(counts)
+                merged[None].update(counts)
+    return merged
+
+
+def numpy_percentile(merged: Counter, percent: float) -> int:
+    """The inverted-CDF percentile of every sample, expanded (fio's rule, computed another way)."""
+    values = sorted(v for v, c in merged.items() if c)
+    samples = np.repeat(values, [merged[v] for v in values])
+    return int(np.percentile(samples, percent, method="inverted_cdf"))
+
+
+@pytest.mark.parametrize("coarseness,prio", [(0, False), (2, True)])
+def test_merged_hist_percentiles_equal_an_independent_merge(tmp_path, coarseness, prio):
+    rng = np.random.default_rng(11 + coarseness)
+    paths = [write_hist(tmp_path / f"host{h}_clat_hist.1.log", rng, 25, coarseness, prio, mixed=h == 0)
+             for h in range(3)]
+    merged = fio_logs.merge_hist_logs(paths, block_bytes=64 << 10)     # several blocks per file
+    assert merged.coarseness == coarseness and merged.windows == 75 and len(merged.hosts) == 3
+    values = fio.hist_bin_values_ns(fio.PLAT_NR >> coarseness, coarseness)
+    references = independent_merge(paths, 4 if prio else 3, values)
+    for ddir, reference in references.items():
+        assert merged.bins(ddir) == {v: c for v, c in sorted(reference.items()) if c}
+        for percent in (50, 99):
+            assert merged.percentile(percent, ddir) == numpy_percentile(reference, percent), (ddir, percent)
+    per_file = fio.merge_bins(*(fio.parse_fio_hist_log(p).merged_bins() for p in paths))
+    assert merged.bins() == per_file
+
+
+def test_real_fio_hist_log_fixture_merges_as_parse_fio_hist_log_does():
+    path = FIXTURES / "local-randrw-epoch_clat_hist.1.log"
+    single = fio.parse_fio_hist_log(path)
+    merged = fio_logs.merge_hist_logs([path, path])
+    for ddir in (0, 1):
+        assert merged.bins(ddir) == {v: 2 * c for v, c in single.merged_bins(ddir).items()}
+    assert merged.percentile(99, 0) == fio.percentile_from_bins(single.merged_bins(0), 99)
+
+
+def test_hist_logs_of_different_coarseness_are_refused(tmp_path):
+    rng = np.random.default_rng(5)
+    fine = write_hist(tmp_path / "a_clat_hist.1.log", rng, 2, 0)
+    coarse = write_hist(tmp_path / "b_clat_hist.1.log", rng, 2, 1)
+    with pytest.raises(ParseError, match="b_clat_hist.1.log.*cannot merge bin by bin"):
+        fio_logs.merge_hist_logs([fine, coarse])
+    negative = tmp_path / "c_clat_hist.1.log"
+    negative.write_text(", ".join(["1", "0", "4096", "-1"] + ["0"] * (fio.PLAT_NR - 1)) + "\n")
+    with pytest.raises(ParseError, match="negative bin count"):
+        fio_logs.merge_hist_logs([negative])
+    odd = tmp_path / "d_clat_hist.1.log"
+    odd.write_text("1, 0, 4096, 5, 6\n")
+    with pytest.raises(ParseError, match="fit no fio histogram layout"):
+        fio_logs.merge_hist_logs([odd])
