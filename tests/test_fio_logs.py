@@ -147,3 +147,13 @@ def test_hist_logs_of_different_coarseness_are_refused(tmp_path):
     odd.write_text("1, 0, 4096, 5, 6\n")
     with pytest.raises(ParseError, match="fit no fio histogram layout"):
         fio_logs.merge_hist_logs([odd])
+
+
+def test_a_bad_hist_line_is_named_by_line_across_blocks(tmp_path):
+    rng = np.random.default_rng(9)
+    path = write_hist(tmp_path / "e_clat_hist.1.log", rng, 30)
+    lines = path.read_text().splitlines()
+    lines[27] = lines[27].replace(", 0, 4096, ", ", 0, 4096, x", 1)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParseError, match=r"e_clat_hist.1.log.*' x0'.*at line 28\b"):
+        fio_logs.merge_hist_logs([path], block_bytes=16 << 10)

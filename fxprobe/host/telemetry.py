@@ -55,9 +55,7 @@ def nvme_temperatures() -> dict[str, float]:
 
 def path_states() -> dict[str, dict]:
     """Every NVMe controller (one per path for fabrics): state, transport, address, subsystem."""
-    return {c.name: {"state": c.state, "transport": c.transport, "address": c.address,
-                     "subsystem": c.subsystem, "subsysnqn": c.subsysnqn}
-            for c in nvme_sysfs.controllers()}
+    return nvme_sysfs.controller_states()
 
 
 def md_states() -> dict[str, dict]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -36,41 +37,30 @@ BLOCK_BYTES = 16 << 20          # text per block: ~1.7 M bandwidth lines or ~3,0
 LIMIT = 2.0**62                 # larger magnitudes are not fio's numbers (and lose int64 exactness)
 HIST_SIZES = {PLAT_NR >> c: c for c in range(0, 7)}   # bins per line -> log_hist_coarseness
 
-LogSource = str | bytes | os.PathLike
+LogSource = str | os.PathLike | bytes     # a file (str or path), or the log's content (bytes)
 
 
 def _name(log: LogSource, source: str | None) -> str:
     if source:
         return source
-    return "fio log" if isinstance(log, (str, bytes)) else Path(log).name
+    return "fio log" if isinstance(log, bytes) else Path(log).name
 
 
 def _open(log: LogSource):
-    """Text (str), raw bytes, or a file path."""
-    if isinstance(log, str):
-        return io.BytesIO(log.encode())
-    if isinstance(log, bytes):
-        return io.BytesIO(log)
-    return pa.OSFile(os.fspath(log), "rb")
+    return io.BytesIO(log) if isinstance(log, bytes) else pa.OSFile(os.fspath(log), "rb")
 
 
 def _first_line(log: LogSource, source: str) -> str | None:
     """The first non-blank line (to count the fields), None for an empty log."""
-    if isinstance(log, (str, bytes)):
-        data = log.encode() if isinstance(log, str) else log
-        lines = iter(data.splitlines())
-    else:
-        try:
-            handle = open(log, "rb")
-        except OSError as exc:
-            raise ParseError(source, "log", f"cannot read: {exc.strerror or exc}") from None
-        with handle:
-            lines = iter(handle.readline, b"")
-            for line in lines:
-                if line.strip():
-                    return line.decode("utf-8", "replace")
-        return None
-    return next((line.decode("utf-8", "replace") for line in lines if line.strip()), None)
+    try:
+        handle = io.BytesIO(log) if isinstance(log, bytes) else open(log, "rb")
+    except OSError as exc:
+        raise ParseError(source, "log", f"cannot read: {exc.strerror or exc}") from None
+    with handle:
+        for line in handle:
+            if line.strip():
+                return line.decode("utf-8", "replace")
+    return None
 
 
 def field_count(log: LogSource, source: str | None = None) -> int:
@@ -265,6 +255,44 @@ def hist_layout(width: int, source: str) -> tuple[int, int]:
     raise ParseError(source, "bins", f"{width} fields per line fit no fio histogram layout")
 
 
+def _text_blocks(log: LogSource, source: str, block_bytes: int) -> Iterator[tuple[int, str]]:
+    """(line number of the block's first line, text of whole lines) of about ``block_bytes`` each."""
+    try:
+        handle = io.BytesIO(log) if isinstance(log, bytes) else open(log, "rb")
+    except OSError as exc:
+        raise ParseError(source, "log", f"cannot read: {exc.strerror or exc}") from None
+    line, rest = 1, b""
+    with handle:
+        while True:
+            data = handle.read(block_bytes)
+            if not data:
+                break
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut:
+                yield line, data[:cut].decode("utf-8", "replace")
+                line += data.count(b"\n", 0, cut)
+    if rest.strip():
+        yield line, rest.decode("utf-8", "replace")
+
+
+def iter_hist_blocks(log: LogSource, source: str | None = None, *,
+                     block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarray]:
+    """A hist log as int64 arrays (lines x fields), one block at a time. numpy's C ``loadtxt`` and
+    not pyarrow: with 1,859 fields per line, pyarrow's per-column work costs more than parsing
+    (see scripts/bench_logs.py)."""
+    source = _name(log, source)
+    for first, text in _text_blocks(log, source, block_bytes):
+        try:
+            block = np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.int64, ndmin=2, comments=None)
+        except ValueError as exc:
+            where = re.sub(r"at row (\d+)", lambda m: f"at line {int(m.group(1)) + first}", str(exc).splitlines()[0])
+            raise ParseError(source, "bins", f"not a fio histogram log: {where[:160]}") from None
+        if block.size:
+            yield block
+
+
 def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES) -> FleetHistogram:
     """Sum the latency histograms of many hosts' hist logs bin by bin, block by block.
 
@@ -285,15 +313,16 @@ def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES
             raise ParseError(name, "bins", f"{width - prefix} bins per line (log_hist_coarseness {coarseness}); "
                              f"{layout[2]} has {layout[0]} (coarseness {layout[1]}): cannot merge bin by bin")
         hosts.append(name)
-        for columns in iter_blocks(log, name, width=width, block_bytes=block_bytes):
-            bins = np.column_stack(columns[prefix:])
-            if (bins < 0).any():
+        for block in iter_hist_blocks(log, name, block_bytes=block_bytes):
+            if block.shape[1] != width:
+                raise ParseError(name, "bins", f"{block.shape[1]} fields per line after {width} on the first")
+            bins, ddirs = block[:, prefix:], block[:, 1]
+            if bins.min() < 0:
                 raise ParseError(name, "bins", "negative bin count")
-            ddirs = columns[1]
             windows += len(ddirs)
-            for d in np.unique(ddirs).tolist():
-                rows = bins[ddirs == d] if len(np.unique(ddirs)) > 1 else bins
-                total = rows.sum(axis=0)
+            present = np.unique(ddirs).tolist()
+            for d in present:
+                total = (bins if len(present) == 1 else bins[ddirs == d]).sum(axis=0)
                 counts[d] = counts[d] + total if d in counts else total
     if layout is None:
         return FleetHistogram(0, (), {}, 0, ())

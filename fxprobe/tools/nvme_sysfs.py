@@ -82,9 +82,23 @@ def controllers() -> list[SysController]:
             name, sysfs.read(f"{base}/model"), sysfs.read(f"{base}/serial"), sysfs.read(f"{base}/firmware_rev"),
             sysfs.read(f"{base}/transport"), sysfs.read(f"{base}/address"), sysfs.read(f"{base}/state"),
             sysfs.read(f"{base}/subsysnqn"), sysfs.read(f"{base}/cntlid"), subsystem,
-            {k: sysfs.read(f"{base}/{k}") for k in TIMEOUT_ATTRS if sysfs.read(f"{base}/{k}") is not None},
+            {k: v for k in TIMEOUT_ATTRS if (v := sysfs.read(f"{base}/{k}")) is not None},
             paths))
     return result
+
+
+def controller_states() -> dict[str, dict]:
+    """Per controller what a path watch needs: state, transport, address, subsystem, subsysnqn
+    (5 reads each, where ``controllers()`` makes about 15; a soak asks every second)."""
+    owner = {ctrl: sub for sub in sysfs.listdir("/sys/class/nvme-subsystem")
+             for ctrl in sysfs.listdir(f"/sys/class/nvme-subsystem/{sub}")}
+    out = {}
+    for name in sysfs.listdir("/sys/class/nvme"):
+        base = f"/sys/class/nvme/{name}"
+        out[name] = {"state": sysfs.read(f"{base}/state"), "transport": sysfs.read(f"{base}/transport"),
+                     "address": sysfs.read(f"{base}/address"), "subsystem": owner.get(name),
+                     "subsysnqn": sysfs.read(f"{base}/subsysnqn")}
+    return out
 
 
 def namespaces() -> list[SysNamespace]:
