@@ -5,11 +5,13 @@ from __future__ import annotations
 import click
 
 from fxprobe.cli.app import App, finish, pass_app
+from fxprobe.cli.statusline import metrics_options, metrics_sink, status_for
 from fxprobe.faults import engine
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, scenario_names
 from fxprobe.core.verdict import Criterion, Outcome, format_number
 
+STATUS_INTERVAL_S = 2.0      # off a terminal: one status line per 2 s of a (1-2 minute) fault run
 VERDICT_OUTCOME = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
 
 
@@ -41,10 +43,12 @@ def list_scenarios(app: App):
               help="Identity the fault may touch (a drive's serial, a link's interface); repeat. Needed off a lab.")
 @click.option("--allow-visible", is_flag=True,
               help="Allow a fault that must be visible (only path, loss beyond RAID redundancy): a negative test.")
+@metrics_options
 @pass_app
-def run(app: App, scenario, lab, dry_run, allow, allow_visible):
+def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, metrics_file):
     """Run SCENARIO (a name from faults/ or a .toml path)."""
     loaded = load_scenario(scenario)
+    metrics = metrics_sink(metrics_port, metrics_file)
     options = engine.Options(lab=lab, dry_run=bool(dry_run),
                              yes=dry_run is False, allow=tuple(allow), allow_visible=allow_visible,
                              progress=app.progress)
@@ -59,7 +63,11 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible):
             plan.require_safe_load()     # refused as the real run is: exit 2, after showing why
         return finish(app, run_dir, "fault run", {"dry_run": True, "plan": plan.to_dict(),
                                                          "verdict": None}, human, Outcome.NOT_RUN)
-    results = engine.execute(plan, run_dir, Journal.default(), options)
+    options.status = status_for(app, "fault run", STATUS_INTERVAL_S, metrics)
+    try:
+        results = engine.execute(plan, run_dir, Journal.default(), options)
+    finally:
+        options.status.close()
     human = [f"{loaded.name}: {results['verdict'].upper()}"
              + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
     human += ["  " + Criterion.from_dict(c).line() for c in results["criteria"]]

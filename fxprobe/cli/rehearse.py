@@ -10,6 +10,7 @@ from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.lab.rehearse import Rehearse
 from fxprobe.report.headline import bundle_headlines
 from fxprobe.cli.options import duration
+from fxprobe.cli.statusline import status_for
 
 
 @click.command()
@@ -26,7 +27,12 @@ def rehearse(app: App, lab_name, soak_seconds, key, config_path) -> int:
     """Boot the lab, run quick G1 (selftest), G2 (line efficiency), G3 (multi-node read-back) and G4
     (soak, drive pull, link cut), judge the gates and write a signed report."""
     run = app.new_run("rehearse")
-    result = Rehearse(app.runner(run), run.path, app.progress, key, soak_seconds, lab_name, config_path).run()
+    status = status_for(app, "rehearse", 10.0)
+    try:
+        result = Rehearse(app.runner(run), run.path, app.progress, key, soak_seconds, lab_name, config_path,
+                          status=status).run()
+    finally:
+        status.close()
     human = [line for h in bundle_headlines(result.report) for line in h.lines()] if result.report else []
     human += ["gate tables of the same evidence: the buyer's thresholds (an emulated lab falls short of 100 GbE, "
               "72 h and 8 nodes) beside the lab-scaled ones (gates-lab.toml: every scaled value printed there):"]

@@ -12,6 +12,12 @@ from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.cli.run import parse_sets
 from fxprobe.core.errors import BadInput
 from fxprobe.cli.options import duration
+from fxprobe.cli.statusline import metrics_options, metrics_sink, status_for
+
+
+def _status(app: App, config, metrics):
+    """The live line: one plain line per progress interval off a terminal (as the soak printed before)."""
+    return status_for(app, "soak", min(60.0, max(1.0, config.planned_s / 100)), metrics)
 
 
 @click.command()
@@ -30,10 +36,12 @@ from fxprobe.cli.options import duration
               help="Serial (or loop:<file>) of a device that may be written (repeatable).")
 @click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
 @size_option
+@metrics_options
 @pass_app
 def soak(app: App, profile, duration, target, resume_dir, stall, sample, health, allow, sets, scale,
-         max_bytes) -> int:
+         max_bytes, metrics_port, metrics_file) -> int:
     """Run PROFILE for the whole --duration; record every interruption (G4 evidence)."""
+    metrics = metrics_sink(metrics_port, metrics_file)
     if resume_dir is not None:
         run, state = soak_lib.load_state(resume_dir)
         config = soak_lib.SoakConfig.from_dict(state["config"])
@@ -46,7 +54,8 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
             raise BadInput(f"--duration {duration:g} s differs from the resumed soak's {config.planned_s:g} s",
                            hint="leave it out: --resume takes it from the run")
         app.resume_run(run, "soak")
-        summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state).resume()
+        summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state,
+                                status=_status(app, config, metrics)).resume()
     else:
         if not profile:
             raise BadInput("give a PROFILE to run (fxprobe profile list), or --resume RUNDIR")
@@ -56,6 +65,7 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
                                      scale, max_bytes_of(max_bytes), tuple(allow), parse_sets(sets))
         soak_lib.plan_soak(config)
         run = app.new_run("soak")
-        summary = soak_lib.Soak(run, app.runner(run), config, app.progress).start()
+        summary = soak_lib.Soak(run, app.runner(run), config, app.progress,
+                                status=_status(app, config, metrics)).start()
     return finish_verdict(app, run, "soak", summary.verdict(),
                           {**summary.to_dict(), "records": soak_lib.RECORDS}, summary.lines())

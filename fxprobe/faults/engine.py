@@ -20,6 +20,7 @@ from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, plot, timeline
 from fxprobe.faults.journal import Journal
+from fxprobe.faults.live import LoadWatch
 from fxprobe.faults.scenario import Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
@@ -40,6 +41,7 @@ class Options:
     allow_visible: bool = False
     sample_s: float = 2.0
     progress: object = print
+    status: object = None             # fxprobe.core.status.Status: the live line and metrics
 
 
 @dataclass
@@ -67,7 +69,7 @@ def _iso_ms(stamp: str) -> float:
     return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc).timestamp()
 
 
-def load_argv(scenario: Scenario, device: str, log_dir: str) -> list[str]:
+def load_argv(scenario: Scenario, device: str, log_dir: str, output: str = "json") -> list[str]:
     load = scenario.load
     runtime = int(round(scenario.total_s + 2))
     prefix = f"{log_dir}/load"
@@ -76,7 +78,7 @@ def load_argv(scenario: Scenario, device: str, log_dir: str) -> list[str]:
             "--time_based", f"--runtime={runtime}", f"--write_iops_log={prefix}", f"--write_bw_log={prefix}",
             f"--write_lat_log={prefix}", f"--write_hist_log={prefix}", f"--log_avg_msec={load['log_msec']}",
             f"--log_hist_msec={load['log_msec']}", "--log_unix_epoch=1", "--continue_on_error=all",
-            "--output-format=json", "--status-interval=1", "--eta=never"]
+            f"--output-format={output}", "--status-interval=1", "--eta=never"]
 
 
 def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
@@ -160,6 +162,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
     restore_log: list[str] = []
     background = []
     sampler = None
+    watch = LoadWatch(options.status)
     try:
         prep_lines: list[str] = []
         if lab is not None:
@@ -195,16 +198,18 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                 background.append(loops[name])
         else:
             sampler = timeline.Sampler(timeline.local_snapshot(scenario.fault.get("nqn")), options.sample_s).start()
-        argv = load_argv(scenario, device, log_dir)
+        argv = load_argv(scenario, device, log_dir, "json+" if watch.status.active else "json")   # json+: live p99
         say(f"load: {shlex.join(argv)}")
         fio = runner.start(["sh", "-c", 'date +%s.%N; exec "$@"', "fxprobe-load", *argv], host=host, label="fio-load")
         background.append(fio)
+        watch = LoadWatch(options.status, fio, scenario.total_s + 2, env.load_host if lab is not None else "local").start()
         wait_started(fio, 120)
         load_started = wait_first_status(fio, 180)
         time.sleep(max(0.0, load_started + scenario.timing["steady_s"] - time.time()))
         remember(method.restore_record())     # journaled (fsync) before the fault happens
         say(f"inject: {scenario.kind} via {method.via} on {method.target}")
         inject_t = env.note(f"inject {scenario.kind}")
+        watch.fault(scenario.kind, f"via {method.via} on {method.target}")
         flaps: list[tuple[float, bool]] = []
         if isinstance(method, methods.LabLinkFlap):
             flaps = method.flap(scenario.timing["fault_s"])
@@ -219,6 +224,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
             say("restore")
             restore_t = time.time()
             restore_log.append(methods.restore_from_record(undo[-1], env))
+        watch.restored(restore_log[-1] if restore_log else "restored")
         undo.pop()
         journal.open(entry_id, scenario.name, undo, str(run.path))
         fio.wait(timeout=scenario.timing["recover_s"] + scenario.total_s + 120)
@@ -247,6 +253,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         say("interrupted: restoring before exit")
         raise
     finally:
+        watch.stop()
         if sampler is not None:
             sampler.stop()
         for bg in background:

@@ -20,11 +20,14 @@ from typing import Callable
 from fxprobe.core.errors import BadInput, FxprobeError
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
+from fxprobe.core.status import Status
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 LAB_SPEC = dict(drives=24, raid="raid6", raid_drives=22, hosts=2, links=2, transport="tcp", drive_mb=128)
 EMULATED_LINE_MBPS = 20       # what soft-RoCE under TCG sustains with room to spare
 LOAD_PROFILE = "qwen25-32b-cold-restore"
+FAULT_SCENARIOS = ("drive-pull", "link-down")
+PLANNED_STEPS = 4 + len(FAULT_SCENARIOS) + 5   # G1, G2, G3, soak, the faults; joint report, verify, 2 judgements, report
 
 
 @dataclass
@@ -83,8 +86,10 @@ def _fxprobe(argv: list[str]) -> int:
 
 class Rehearse:
     def __init__(self, runner: Runner, base: Path, progress: Callable[[str], None], key: Path | None,
-                 soak_seconds: int = 60, lab_name: str | None = None, config: Path | None = None):
+                 soak_seconds: int = 60, lab_name: str | None = None, config: Path | None = None,
+                 status: Status | None = None):
         self.runner, self.base, self.progress = runner, base, progress
+        self.status = status or Status("rehearse")      # the live line (no sinks: nothing shown)
         self.key, self.soak_seconds, self.reuse = key, soak_seconds, lab_name
         self.config = config          # the buyer's thresholds (None: ./gates.toml, else the built-in defaults)
         self.lab = None
@@ -94,6 +99,11 @@ class Rehearse:
     def step(self, name: str, gate: str, action: Callable[[Path], int]) -> Step:
         step = Step(name, gate)
         self.result.steps.append(step)
+        self.status.phase(f"[{gate}] {name}", planned_s=PLANNED_STEPS, done_s=len(self.result.steps) - 1,
+                          unit="steps")
+        if name.startswith("fault "):
+            self.status.event("fault", name.split(" ", 1)[1], f"fxprobe fault run {name.split(' ', 1)[1]} (step "
+                              f"{len(self.result.steps)})")
         self.progress(f"[{gate}] {name} ...")
         start = time.monotonic()
         target = self.base / "steps" / f"{len(self.result.steps):02d}-{slug(name)}"
@@ -105,6 +115,7 @@ class Rehearse:
         except FxprobeError as exc:
             step.error = str(exc)
         step.seconds = time.monotonic() - start
+        self.status.progress(len(self.result.steps))
         self.progress(f"[{gate}] {name}: exit {step.code} in {step.seconds:.0f} s" + (f" ({step.error})" if step.error else ""))
         return step
 
@@ -135,6 +146,7 @@ class Rehearse:
         if self.reuse:
             self.lab = Lab.load(self.reuse, self.runner)
             return
+        self.status.phase("lab: booting", planned_s=PLANNED_STEPS, done_s=0, unit="steps")
         self.progress("lab: booting an array with 24 drives (raid6) and 2 hosts on 2 links each")
         self.lab = Lab.up(LabSpec(name=self.result.lab_name, **LAB_SPEC), self.runner, progress=self.progress)
 
@@ -171,7 +183,7 @@ class Rehearse:
             "host1", ["soak", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--duration", f"{self.soak_seconds}s",
                       "--size", "64M", "--sample", "5", "--allow-serial", self.namespace_serial()], t,
             timeout=self.soak_seconds + 600))
-        for scenario in ("drive-pull", "link-down"):
+        for scenario in FAULT_SCENARIOS:
             self.step(f"fault {scenario}", "G4", lambda t, s=scenario: _fxprobe(
                 ["--run-dir", str(t), "fault", "run", s, "--lab", self.lab.name]))
 
@@ -260,6 +272,7 @@ class Rehearse:
                 self.progress("lab: shutting down")
                 self.lab.down()
         self.gates_and_report()
+        self.status.close()
         return self.result
 
 

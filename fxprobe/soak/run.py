@@ -21,11 +21,14 @@ from fxprobe.core.rundir import RESULTS, RunDir, write_json
 from fxprobe.core.runner import Runner
 from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
                                  MAX_RESTARTS, RECORDS, STATE, hms, stamp)
+from fxprobe.core.status import Status
+from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
 from fxprobe.soak.records import RecordLog, read_records, repair_tail
 from fxprobe.soak.stream import JsonStream, parse_status_doc
 from fxprobe.soak.summary import SoakSummary, summarize
 from fxprobe.tools import fio
+from fxprobe.tools.fio_status import LiveFio
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,11 @@ class Soak:
     """One soak run in a run directory: fresh (``start``) or continued (``resume``)."""
 
     def __init__(self, run: RunDir, runner: Runner, config: SoakConfig,
-                 progress: Callable[[str], None] = lambda text: None, state: dict | None = None):
+                 progress: Callable[[str], None] = lambda text: None, state: dict | None = None,
+                 status: Status | None = None):
         self.run, self.runner, self.config, self.progress = run, runner, config.validate(), progress
+        self.status = status or Status("soak")      # the live line and metrics (no sinks: nothing shown)
+        self.live = LiveFio(self.status)
         self.state = state or {"command": "soak", "version": 1, "config": config.to_dict(), "segments": 0,
                                "baseline_paths": {}, "fio": {}}
         self.log: RecordLog | None = None
@@ -173,7 +179,7 @@ class Soak:
             raise NotRunnable(reason)
         self.state["baseline_paths"] = {k: v for k, v in telemetry.path_states().items() if v["state"] == "live"}
         self._save_state()
-        self.log = RecordLog(self.run.path / RECORDS)
+        self.log = ObservedLog(RecordLog(self.run.path / RECORDS), self.status)
         now = time.time()
         self.log.append({"type": "start", "t": stamp(now), "ts": now, "profile": plan.derivation.profile,
                          "target": self.config.target, "planned_s": self.config.planned_s,
@@ -182,6 +188,7 @@ class Soak:
                          "paths": self.state["baseline_paths"], "md": telemetry.md_states(),
                          "target_check": plan.check.to_dict()})
         if not plan.derivation.writes:
+            self.status.phase("layout (not timed)", planned_s=self.config.planned_s)
             self.progress(f"laying out the working set on {self.config.target} (not timed)")
             job = self.run.raw_path(f"{plan.derivation.profile}.layout.fio")
             job.write_text(plan.layout_job)
@@ -196,7 +203,7 @@ class Soak:
         records = read_records(path)
         done = summarize(records)
         self.monitor.next_id = max([r.get("id", 0) for r in records if r.get("type") == "interruption"] + [0]) + 1
-        self.log = RecordLog(path)
+        self.log = ObservedLog(RecordLog(path), self.status)
         last_ts = max((r.get("end_ts") or r.get("ts") or r.get("start_ts") or 0) for r in records)
         now = time.time()
         self.log.append({"type": "resume", "t": stamp(now), "ts": now, "pid": os.getpid(), "orphan": orphan,
@@ -219,6 +226,7 @@ class Soak:
         self._save_state()
         restarts = 0
         reason = "planned time covered"
+        self.status.phase("load", planned_s=self.config.planned_s, done_s=covered)
         try:
             while self.config.planned_s - covered > END_TOLERANCE_S:
                 segment = self.state["segments"] + 1
@@ -241,6 +249,7 @@ class Soak:
         finally:
             self._side.shutdown(wait=False, cancel_futures=True)
             self.log.close()
+            self.status.close()
         return summarize(read_records(self.run.path / RECORDS))
 
     def _segment(self, segment: int, remaining_s: float) -> tuple[int | None, float]:
@@ -249,7 +258,9 @@ class Soak:
         plan = plan_soak(self.config, runtime)
         job = self.run.raw_path(f"soak.seg{segment}.fio")
         job.write_text(plan.measure_job.replace("[global]\n", "[global]\ncontinue_on_error=io\ngroup_reporting=1\n", 1))
-        argv = ["fio", "--output-format=json", "--status-interval=1", str(job)]
+        # json+ gives the live line the interval's p99 (bins); plain JSON when nobody watches
+        argv = ["fio", f"--output-format={'json+' if self.status.active else 'json'}", "--status-interval=1", str(job)]
+        self.live.reset()
         background = self.runner.start(argv, label=f"fio-soak-seg{segment}", stdout_pipe=True)
         started = time.time()
         try:
@@ -316,6 +327,7 @@ class Soak:
                     chunks.append(data)
                 for doc in stream.feed(b"".join(chunks)) if chunks else ():
                     point = parse_status_doc(doc)
+                    self.live.doc(doc)
                     first_ts = first_ts or point.ts
                     last_ts = point.ts
                     for record in self.monitor.observe(point, time.time()):
@@ -336,8 +348,10 @@ class Soak:
                         kill_orphan({"argv": self.state["fio"]["argv"], "jobs": self.state["fio"].get("jobs", [])})
                 if now >= next_path:
                     next_path = now + 1.0
-                    for record in self.monitor.paths(self.state["baseline_paths"], telemetry.path_states(), now):
+                    states = telemetry.path_states()
+                    for record in self.monitor.paths(self.state["baseline_paths"], states, now):
                         self.log.append(record)
+                    self.status.health(paths={name: path.get("state") for name, path in states.items()})
                 self._collect_side_readings()
                 if now >= next_telemetry and "telemetry" not in self._pending:
                     next_telemetry = now + self.config.sample_s
@@ -387,6 +401,9 @@ class Soak:
     def _progress(self, started: float, last_ts: float | None) -> None:
         elapsed = self.covered_before + ((last_ts - started) if last_ts else 0.0)
         bw = self.monitor.last_bw
+        if self.status.active:          # the status line says it (one line per interval off a terminal)
+            self.status.progress(elapsed)
+            return
         self.progress(f"soak: elapsed {hms(elapsed)}, remaining {hms(self.config.planned_s - elapsed)}, "
                       f"{(bw or 0) / 1e6:,.1f} MB/s, interruptions so far {self.monitor.count}")
 

@@ -293,7 +293,12 @@ def _job(raw, source: str, where: str) -> FioJob:
 
 def parse_fio_json(output: str, source: str = "fio") -> FioResult:
     """Parse fio ``--output-format=json`` or ``json+`` (local or ``--client``); warning lines before the JSON are skipped."""
-    data = obj(load_json(output, source), source, "(top level)")
+    return parse_fio_json_doc(load_json(output, source), source)
+
+
+def parse_fio_json_doc(doc, source: str = "fio") -> FioResult:
+    """The same, from a decoded document (fio's --status-interval dumps arrive as documents)."""
+    data = obj(doc, source, "(top level)")
     version = opt(data, "fio version", text, source, "fio version", "")
     timestamp_ms = opt(data, "timestamp_ms", integer, source, "timestamp_ms")
     if timestamp_ms is None and data.get("timestamp") is not None:
