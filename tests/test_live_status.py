@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("prometheus_client", reason="install the project again (pip install -e .): setup.cfg needs it")
+
 from fxprobe.core.metrics import MetricsSink, families, parse_listen
 from fxprobe.core.errors import BadInput
 from fxprobe.core.status import Figures, PlainSink, Status, line
