@@ -377,12 +377,12 @@ def wait_first_status(background, timeout: float) -> float:
 def start_listeners(runner: Runner, lab, host, array_host, load_host: str, seconds: float, background: list,
                     say) -> dict:
     """uevent/netlink listeners on the load node (and the array); waits (bounded) until they listen."""
-    py = lab.state.python if lab is not None else sys.executable
     nodes = [("array", array_host), (load_host, host)] if lab is not None else [("local", LOCAL)]
+    argv = ["fxprobe.faults.timeline", "events", "--seconds", str(int(seconds))]
+    argv = lab.python(*argv) if lab is not None else [sys.executable, "-m", *argv]
     listeners = {}
     for name, node in nodes:
-        listeners[name] = runner.start([py, "-m", "fxprobe.faults.timeline", "events", "--seconds",
-                                        str(int(seconds))], host=node, label=f"events-{name}")
+        listeners[name] = runner.start(argv, host=node, label=f"events-{name}")
         background.append(listeners[name])
     deadline = time.monotonic() + 120
     for name, bg in listeners.items():

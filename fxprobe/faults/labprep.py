@@ -187,14 +187,21 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
 
 
 # -- quick views of the guests (one shared SSH connection, no Python start in a TCG guest) ---------------
+# Both views use shell builtins only (read, globs): a fork+exec costs ~0.1-0.3 s in a TCG guest, and the
+# sampling loops run them every second on the array and the load host while the fault is measured.
 _HOST_SCRIPT = r'''for s in /sys/class/nvme-subsystem/nvme-subsys*; do [ -d "$s" ] || continue
-echo "subsys ${s##*/} $(cat $s/subsysnqn) $(cat $s/iopolicy 2>/dev/null || echo -)"
+read -r q < "$s/subsysnqn"; { read -r p < "$s/iopolicy"; } 2>/dev/null || p=-
+echo "subsys ${s##*/} $q $p"
 for n in $s/nvme*n*; do [ -e "$n" ] && echo "ns ${s##*/} ${n##*/}"; done
-for c in $s/nvme*; do [ -e "$c/state" ] && echo "path ${s##*/} ${c##*/} $(cat $c/state) $(cat $c/transport) $(cat $c/address | tr -d ' ')"; done
+for c in $s/nvme*; do [ -e "$c/state" ] || continue
+read -r st < "$c/state"; read -r tr < "$c/transport"; { read -r ad < "$c/address"; } 2>/dev/null || ad=
+echo "path ${s##*/} ${c##*/} $st $tr $ad"; done
 done; true'''
-_ARRAY_SCRIPT = r'''cat /proc/mdstat; echo "--fxprobe--"
+_ARRAY_SCRIPT = r'''while IFS= read -r line; do echo "$line"; done < /proc/mdstat; echo "--fxprobe--"
 for c in /sys/class/nvme/nvme*; do [ -e "$c/serial" ] || continue
-echo "ctrl ${c##*/} $(cat $c/serial) $(cd $c && ls -d nvme*n* 2>/dev/null | head -1)"; done; true'''
+read -r sn < "$c/serial"; ns=
+for n in $c/nvme*n*; do [ -e "$n" ] && { ns=${n##*/}; break; }; done
+echo "ctrl ${c##*/} $sn $ns"; done; true'''
 
 
 def sampling_loop(script: str, seconds: float, interval: float) -> list[str]:
@@ -222,15 +229,8 @@ def parse_sampling(text: str, parse) -> list[tuple[float, object]]:
 
 
 def fast_guest(lab, name: str):
-    """The lab guest as an SshHost that shares one connection (ControlMaster) per process."""
-    import os
-    from dataclasses import replace
-    from pathlib import Path
-    host = lab.guest(name)
-    folder = Path("/tmp") / f"fxprobe-ssh-{os.getpid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return replace(host, options=tuple(host.options) + ("ControlMaster=auto", f"ControlPath={folder}/%C",
-                                                        "ControlPersist=60"))
+    """The lab guest as an SshHost (every lab guest shares one ssh connection, see Lab.guest)."""
+    return lab.guest(name)
 
 
 def parse_host_view(text: str) -> list[dict]:
@@ -247,7 +247,7 @@ def parse_host_view(text: str) -> list[dict]:
         elif len(fields) >= 5 and fields[0] == "path" and fields[1] in subsystems:
             subsystems[fields[1]]["paths"].append({"controller": fields[2], "state": fields[3],
                                                    "transport": fields[4],
-                                                   "address": fields[5] if len(fields) > 5 else None})
+                                                   "address": "".join(fields[5:]) or None})
     return list(subsystems.values())
 
 

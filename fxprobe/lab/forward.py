@@ -12,13 +12,10 @@ import contextlib
 import ipaddress
 import re
 import socket
-import tempfile
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Iterator
 
 from fxprobe.core.errors import BadInput, ToolError
-from fxprobe.core.hosts import SshHost
 
 NETDEV = "mgmt"
 ATTEMPTS = 5
@@ -131,25 +128,11 @@ def guest_nodes(lab, guests: list[str], guest_port: int) -> Iterator[list]:
     if len(set(names)) != len(names):
         raise BadInput(f"--nodes {','.join(guests)}: a guest is listed twice")
     with contextlib.ExitStack() as stack:
-        control = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fxprobe-ssh-")))
         nodes = []
         for index, name in enumerate(names, 1):
             rule = stack.enter_context(forwarded(lab, name, guest_port, guest_address(index)))
-            host = shared_connection(lab.guest(name), control)
-            stack.callback(close_shared, lab, host)
+            host = lab.guest(name)      # one shared ssh connection per guest (see Lab.guest)
             nodes.append(Node(host, rule.host_address, rule.host_port,
                               listen_address="0.0.0.0", listen_port=guest_port, label=name))
         yield nodes
 
-
-def shared_connection(host: SshHost, folder: Path) -> SshHost:
-    """The guest over one shared SSH connection (ControlMaster): a run's many short commands
-    (the target checks) then cost a round trip each instead of a new SSH login."""
-    return replace(host, options=tuple(host.options) + (
-        "ControlMaster=auto", f"ControlPath={folder}/%C", "ControlPersist=120"))
-
-
-def close_shared(lab, host: SshHost) -> None:
-    """Stop the shared connection's master (``ssh -O exit``); none running is fine."""
-    lab.runner.run(host.ssh_prefix()[:-1] + ["-O", "exit", host.ssh_prefix()[-1]], timeout=30,
-                   label=f"ssh-close-{host.name}")

@@ -224,7 +224,18 @@ class Lab:
         name = self.guest_name(name)
         return SshHost(name=name, address="127.0.0.1", port=self.state.guests[name].ssh_port, user="root",
                        identity=self.folder / sshkeys.CLIENT_KEY, known_hosts=self.folder / sshkeys.KNOWN_HOSTS,
-                       connect_timeout=GUEST_CONNECT_TIMEOUT_S)
+                       connect_timeout=GUEST_CONNECT_TIMEOUT_S, options=self._shared_connection())
+
+    def _shared_connection(self) -> tuple[str, ...]:
+        """ssh options that let every fxprobe process share one connection per guest (ControlMaster):
+        a TCG guest's sshd takes seconds per handshake, a multiplexed session a fraction of one. The
+        sockets live in the lab folder (removed by ``down``), or in a private /tmp folder when that
+        path would be too long for a socket."""
+        folder = self.folder / "ssh"
+        if len(str(folder)) + 42 > 100:
+            folder = Path("/tmp") / f"fxprobe-ssh-{os.getuid()}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return ("ControlMaster=auto", f"ControlPath={folder}/%C", "ControlPersist=60")
 
     def exec(self, guest: str, argv: list[str], timeout: float = 120, check: bool = False,
              input: str | None = None, label: str | None = None) -> CommandResult:
@@ -234,8 +245,12 @@ class Lab:
                                label=label, what=f"in lab guest {guest}", retry_if=never_connected, attempts=3)
 
     def python(self, module: str, *args: str) -> list[str]:
-        """argv that runs a fxprobe module with the project's Python inside a guest."""
-        return [self.state.python, "-m", module, *args]
+        """argv that runs a fxprobe module inside a guest with this process's interpreter and imports.
+
+        The guests see the host's / over 9p; ``-S`` skips site's scan of site-packages and its .pth
+        files (seconds per start under TCG) and PYTHONPATH names the same folders instead, so the guest
+        imports exactly the fxprobe and libraries this process does."""
+        return ["env", f"PYTHONPATH={guest_python_path()}", sys.executable, "-S", "-m", module, *args]
 
     def qmp(self, guest: str) -> Qmp:
         return Qmp(Path(self.state.guests[self.guest_name(guest)].qmp))
@@ -675,6 +690,14 @@ class Lab:
             shutil.rmtree(self.folder)
             done.append(f"removed {self.folder}")
         return done
+
+
+def guest_python_path() -> str:
+    """The folder holding the fxprobe package, then this interpreter's site-packages folders."""
+    import fxprobe
+    root = str(Path(fxprobe.__file__).resolve().parent.parent)
+    sites = [p for p in sys.path if p and p != root and Path(p).name in ("site-packages", "dist-packages")]
+    return ":".join([root, *sites])
 
 
 def down_by_name(name: str, runner: Runner | None = None) -> list[str]:
