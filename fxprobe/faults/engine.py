@@ -378,7 +378,7 @@ def start_listeners(runner: Runner, lab, host, array_host, load_host: str, secon
                     say) -> dict:
     """uevent/netlink listeners on the load node (and the array); waits (bounded) until they listen."""
     nodes = [("array", array_host), (load_host, host)] if lab is not None else [("local", LOCAL)]
-    argv = ["fxprobe.faults.timeline", "events", "--seconds", str(int(seconds))]
+    argv = ["fxprobe.tools.kernel_events", "--seconds", str(int(seconds))]
     argv = lab.python(*argv) if lab is not None else [sys.executable, "-m", *argv]
     listeners = {}
     for name, node in nodes:

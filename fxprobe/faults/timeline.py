@@ -1,16 +1,14 @@
 """What happened around the fault: NVMe path states and md state sampled through the run,
 and kernel uevents / netlink link changes as they came.
 
-``Sampler`` polls a snapshot function every few seconds in a thread. The event listener runs on
-the node that sees the events (``python -m fxprobe.faults.timeline events --seconds N``): it
-prints one JSON line per kernel uevent (block, nvme, net) and per rtnetlink link change, with
-epoch seconds; it needs no udev daemon (kernel uevents come straight from netlink).
+``Sampler`` polls a snapshot function every few seconds in a thread. The events come from the
+listener ``python -m fxprobe.tools.kernel_events --seconds N`` on the node that sees them; its JSON
+lines are read back here with ``parse_event_lines``.
 """
 
 from __future__ import annotations
 
 import json
-import select
 import sys
 import threading
 import time
@@ -134,48 +132,3 @@ def parse_event_lines(text: str, offset_s: float = 0.0) -> list[dict]:
             event["t"] = event["t"] - offset_s
             out.append(event)
     return out
-
-
-# -- the listener (runs on the node) ---------------------------------------------------------------
-def listen(seconds: float, out=sys.stdout) -> None:
-    import pyudev
-    from pyroute2 import IPRoute
-    monitor = pyudev.Monitor.from_netlink(pyudev.Context(), source="kernel")
-    for subsystem in ("block", "nvme", "net"):
-        monitor.filter_by(subsystem)
-    monitor.start()
-    ipr = IPRoute()
-    ipr.bind()
-    end = time.monotonic() + seconds
-    print(json.dumps({"t": time.time(), "source": "listener", "text": "started"}), file=out, flush=True)
-    while time.monotonic() < end:
-        ready, _, _ = select.select([monitor.fileno(), ipr.fileno()], [], [], max(0.05, end - time.monotonic()))
-        now = time.time()
-        if monitor.fileno() in ready:
-            device = monitor.poll(timeout=0)
-            while device is not None:
-                print(json.dumps({"t": now, "source": "uevent", "action": device.action,
-                                  "subsystem": device.subsystem, "device": device.sys_name}), file=out, flush=True)
-                device = monitor.poll(timeout=0)
-        if ipr.fileno() in ready:
-            for message in ipr.get():
-                if message.get("event") in ("RTM_NEWLINK", "RTM_DELLINK"):
-                    print(json.dumps({"t": now, "source": "netlink", "action": message["event"],
-                                      "device": message.get_attr("IFLA_IFNAME"),
-                                      "operstate": message.get_attr("IFLA_OPERSTATE")}), file=out, flush=True)
-    ipr.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    parser = argparse.ArgumentParser(prog="python -m fxprobe.faults.timeline")
-    sub = parser.add_subparsers(dest="command", required=True)
-    events = sub.add_parser("events")
-    events.add_argument("--seconds", type=float, required=True)
-    args = parser.parse_args(argv)
-    listen(args.seconds)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
