@@ -89,6 +89,9 @@ def test_kill_orphan_checks_the_command_line_before_killing(tmp_path):
     argv = ["sleep", "60"]
     process = subprocess.Popen(argv, start_new_session=True)
     try:
+        deadline = time.monotonic() + 10                 # under load the fork may not have exec'd sleep yet
+        while psutil.Process(process.pid).cmdline() != argv and time.monotonic() < deadline:
+            time.sleep(0.05)
         created = psutil.Process(process.pid).create_time()
         assert "no orphaned" in soak.kill_orphan({"pid": process.pid, "argv": ["fio", "x"], "create_time": created})
         assert process.poll() is None                  # a different command line: left alone

@@ -58,9 +58,10 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, me
     plan = engine.build_plan(loaded, runner, options)
     if options.dry_run:
         human = ["DRY RUN (nothing injected; add --yes and --allow-serial to run it):"] + plan.lines
-        if plan.load_check is not None and not plan.load_check.safe:
+        if (plan.load_check is not None and not plan.load_check.safe) or (plan.refusals and not allow_visible):
             app.emit({"dry_run": True, "plan": plan.to_dict()}, human)
             plan.require_safe_load()     # refused as the real run is: exit 2, after showing why
+            plan.require_allowed()
         return finish(app, run_dir, "fault run", {"dry_run": True, "plan": plan.to_dict(),
                                                          "verdict": None}, human, Outcome.NOT_RUN)
     options.status = status_for(app, "fault run", STATUS_INTERVAL_S, metrics)

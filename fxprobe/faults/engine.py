@@ -52,6 +52,7 @@ class Plan:
     refusals: list[str]
     env: methods.Env
     load_check: TargetCheck | None = None     # host/safety.check_load_target of the load, made once
+    allow_visible: bool = False
 
     def to_dict(self) -> dict:
         return {"scenario": self.scenario.name, "kind": self.scenario.kind, "via": self.method.via,
@@ -63,6 +64,13 @@ class Plan:
         showing its plan - the same check either way."""
         if self.load_check is not None:
             self.load_check.require_safe()
+
+    def require_allowed(self) -> None:
+        """Raise the redundancy refusal (exit 2) unless --allow-visible: a real run before it touches
+        anything, a dry run after showing its plan - the same check either way."""
+        if self.refusals and not self.allow_visible:
+            raise UnsafeTarget(f"refusing {self.scenario.kind} on {self.method.target}: {self.refusals[0]}; "
+                               f"nothing injected", hint="for a planted negative test add --allow-visible")
 
 
 def _iso_ms(stamp: str) -> float:
@@ -88,7 +96,8 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
         from fxprobe.lab.vm import Lab
         lab = Lab.load(options.lab, runner)
     env = methods.Env(runner, lab, load_host=scenario.load["host"], say=options.progress,
-                      export=scenario.lab["export"])
+                      export=scenario.lab["export"],
+                      export_level=scenario.lab["twin_level"] if scenario.lab["export"] == labprep.TWIN else None)
     if lab is not None:
         lab.guest_name(env.load_host)
         if scenario.lab["export"] == "main" or lab.state.export_named(labprep.TWIN):
@@ -121,10 +130,10 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
             raise UnsafeTarget(f"{scenario.kind} target {method.target} is not on the allow-list: nothing injected",
                                hint=f"check it is the device you mean, then add --allow {method.target}")
     lines += [f"REFUSED{' (allowed by --allow-visible)' if options.allow_visible else ''}: {r}" for r in refusals]
-    if refusals and not options.allow_visible and not options.dry_run:
-        raise UnsafeTarget(f"refusing {scenario.kind} on {method.target}: {refusals[0]}; nothing injected",
-                           hint="for a planted negative test add --allow-visible")
-    return Plan(scenario, method, lines, refusals, env, load_check)
+    plan = Plan(scenario, method, lines, refusals, env, load_check, allow_visible=options.allow_visible)
+    if not options.dry_run:
+        plan.require_allowed()
+    return plan
 
 
 def clock_offset(runner: Runner, host, tries: int = 3) -> tuple[float, float]:

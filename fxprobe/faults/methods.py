@@ -34,6 +34,7 @@ class Env:
     load_host: str = "host1"
     nqn: str | None = None                 # subsystem the load uses (lab)
     export: str = "main"                   # lab export the load uses: main or twin
+    export_level: str | None = None        # RAID level of an export the run builds (the twin), known before
     say: Callable[[str], None] = print     # manual method: tell the engineer
     events: list = field(default_factory=list)   # (epoch s, text) of what was done
 
@@ -138,7 +139,11 @@ class LabDrivePull(Method):
         return None if drive.present else f"drive slot {self.slot} is already pulled"
 
     def refusals(self) -> list[str]:
-        if self.slot is None:
+        if self.slot is None:      # the export is built at run time: its level decides before anything is built
+            level = self.env.export_level
+            if level and REDUNDANCY.get(level) == 0:
+                return [f"the {self.env.export} export is a {level}: losing any member exceeds the RAID's "
+                        f"redundancy (data loss / I/O errors)"]
             return []
         from fxprobe.faults.labprep import array_view
         info = array_view(self.env.lab)
