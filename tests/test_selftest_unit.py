@@ -61,3 +61,86 @@ def test_serial_parser_raises_only_bad_input(text):
         parse_expected_serials(text, "f")
     except BadInput:
         pass
+
+
+# -- issue 18.6: slots from sysfs, natural order, the expected list from an earlier run ----------------------
+
+import json
+import os
+
+from fxprobe.host.selftest import ExpectedDrive, natural_key, parse_expected_run, with_expected_slots
+
+
+def test_drives_sort_naturally_by_slot():
+    drives = [Drive(f"nvme{i}", f"S{i}", "m", "1", "pcie", "live", "n", SMART_OK, slot=f"S{i:d}") for i in (10, 2, 1)]
+    assert [d.slot for d in with_expected_slots(drives, None)] == ["S1", "S2", "S10"]
+    assert sorted(["S10", "S02", "S1", None], key=natural_key) == ["S1", "S02", "S10", None]
+
+
+def _selftest_results(drives):
+    return {"command": "selftest", "drives": [{"serial": s, "slot": slot} for s, slot in drives]}
+
+
+def test_expected_from_a_selftest_run_names_the_missing_drive_by_slot_and_serial():
+    expected = parse_expected_run(_selftest_results([(f"SN{i:02d}", str(3 + i)) for i in range(24)]), "r")
+    assert expected[0] == ExpectedDrive("SN00", "3") and expected[-1] == ExpectedDrive("SN23", "26")
+    verdict = evaluate([drive(i) for i in range(24) if i != 7], Limits(24), expected)
+    assert "missing: slot 10 SN07" in by_name(verdict)["expected serials present"].detail
+
+
+def test_expected_from_an_inventory_run_takes_its_pcie_drives_only():
+    results = {"command": "inventory", "inventory": {"controllers": [
+        {"serial": "A1", "slot": None, "pci_address": "0000:00:03.0", "transport": "pcie"},
+        {"serial": "FABRIC", "slot": None, "transport": "tcp"}]}}
+    assert parse_expected_run(results, "r") == [ExpectedDrive("A1", "0000:00:03.0")]
+
+
+def test_expected_from_a_fleet_run_takes_the_node_s_drives():
+    results = {"command": "selftest", "nodes": [{"node": "array2", "results": _selftest_results([("B1", "3")])}]}
+    assert parse_expected_run(results, "r", "array2") == [ExpectedDrive("B1", "3")]
+    with pytest.raises(BadInput, match="no node 'array'"):
+        parse_expected_run(results, "r", "array")
+
+
+@pytest.mark.parametrize("results, message", [
+    ({"command": "run"}, "takes a selftest or inventory run"),
+    ({"command": "selftest", "drives": []}, "lists no drives"),
+    ({"command": "selftest", "drives": [{"serial": "A"}, {"serial": "A"}]}, "listed twice"),
+    ({"command": "selftest", "drives": [{"serial": "x" * 30}]}, "not an NVMe serial"),
+])
+def test_expected_from_a_wrong_run_is_one_line(results, message):
+    with pytest.raises(BadInput, match=message):
+        parse_expected_run(results, "r/results.json")
+
+
+def test_selftest_without_a_list_says_how_to_name_a_missing_drive():
+    c = by_name(evaluate([drive(i) for i in range(23)], Limits(24)))["drives recognized"]
+    assert c.outcome is Outcome.FAIL and "--expect-from RUNDIR" in c.detail
+
+
+def test_pci_slot_of_a_controller_from_sysfs(tmp_path, monkeypatch):
+    from fxprobe.core import sysfs
+    from fxprobe.tools import nvme_sysfs
+    ctrl = tmp_path / "sys/class/nvme/nvme0"
+    ctrl.mkdir(parents=True)
+    (ctrl / "serial").write_text("SN00\n")
+    (ctrl / "transport").write_text("pcie\n")
+    device = tmp_path / "sys/devices/pci0000:00/0000:00:03.0"
+    device.mkdir(parents=True)
+    os.symlink("../../../devices/pci0000:00/0000:00:03.0", ctrl / "device")
+    slot = tmp_path / "sys/bus/pci/slots/3"
+    slot.mkdir(parents=True)
+    (slot / "address").write_text("0000:00:03\n")
+    monkeypatch.setattr(sysfs, "ROOT", tmp_path)
+    (found,) = nvme_sysfs.controllers()
+    assert (found.pci_address, found.slot) == ("0000:00:03.0", "3")
+
+
+def test_selftest_cli_expect_from_refuses_a_folder_that_is_no_run(tmp_path, capsys):
+    from fxprobe.cli.main import main
+    runs = ["--runs", str(tmp_path / "runs")]
+    assert main(runs + ["selftest", "--expect-from", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    (tmp_path / "results.json").write_text(json.dumps({"command": "run"}))
+    assert main(runs + ["selftest", "--expect-from", str(tmp_path)]) == 2
+    assert "takes a selftest or inventory run" in capsys.readouterr().err

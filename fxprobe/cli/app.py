@@ -24,6 +24,7 @@ class App:
     json_output: bool = False
     verbosity: int = 0
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
+    command_args: list[str] = field(default_factory=list)    # the subcommand's own arguments, as given
     open_runs: list[RunDir] = field(default_factory=list)   # begun, not yet finished: main() fails them on error
 
     def progress(self, text: str) -> None:

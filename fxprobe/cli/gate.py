@@ -27,8 +27,13 @@ def gate():
     """Judge gates G1-G4 from run directories (pass, fail, not run + reason, error)."""
 
 
-def _single(app, name: str, evidence_paths, config_path) -> int:
+def _single(app, name: str, evidence_paths, config_path, arrays: str | None = None) -> int:
     config = load_config(config_path)
+    if arrays is not None:
+        names = [a.strip() for a in arrays.split(",") if a.strip()]
+        if not names:
+            raise BadInput("--arrays: name at least one array (comma separated)")
+        config = config.with_arrays(names)
     evidence = Evidence.from_paths(evidence_paths)
     verdict = GATES[name].evaluate(evidence, config)
     run = app.new_run(f"gate {name}")
@@ -51,7 +56,17 @@ def _make_single(name: str, title: str):
     return command
 
 
-g1 = _make_single("g1", "delivery acceptance")
+@gate.command(name="g1")
+@evidence_option
+@config_option
+@click.option("--arrays", default=None, metavar="NAME,...",
+              help="Every array that must have a self-test among the evidence (its --nodes name, or the host "
+                   "name a selftest recorded); default: gates.toml g1.arrays.")
+@pass_app
+def g1(app, evidence_paths, config_path, arrays):
+    """G1 delivery acceptance, from --evidence run directories: every array's self-test sees all its drives,
+    live and healthy; a fleet run (selftest --nodes) counts as one self-test per node."""
+    return _single(app, "g1", evidence_paths, config_path, arrays)
 g4 = _make_single("g4", "stability and sign-off")
 
 

@@ -66,6 +66,8 @@ class LazyGroup(click.Group):
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None:
             rest = conventions.rewrite(self, ctx, name, rest)
+            if isinstance(ctx.obj, App):
+                ctx.obj.command_args = list(rest)    # as given: --nodes runs the same on each node
         return name, command, rest
 
 

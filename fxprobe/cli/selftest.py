@@ -2,35 +2,76 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import click
 
+from fxprobe.core.errors import BadInput
 from fxprobe.host import selftest as selftest_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
+from fxprobe.cli.fleet import fleet_options, run_fleet, single_node
 from fxprobe.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, number
 
 
+DEFAULT_DRIVES = 24
+
+
 @click.command()
-@click.option("--expect-drives", type=POSITIVE_INT, default=24, show_default=True, help="How many drives the array must show.")
+@click.option("--expect-drives", type=POSITIVE_INT, default=None,
+              help="How many drives the array must show (default: as many as --expect-from/--serials list, else 24).")
 @click.option("--subsystem", default=None, metavar="NQN", help="Only the drives behind this subsystem.")
 @click.option("--serials", "serials_file", type=click.Path(path_type=Path), default=None,
               help="Expected serials: one per line, 'SERIAL' or 'SLOT SERIAL'; '#' comments.")
+@click.option("--expect-from", "expect_from", type=click.Path(path_type=Path), default=None, metavar="RUNDIR",
+              help="Expected drives (slot and serial) from an earlier selftest or inventory run folder, "
+                   "e.g. the delivery inspection's.")
 @click.option("--max-media-errors", type=NON_NEGATIVE_INT, default=0, show_default=True)
 @click.option("--min-spare", type=number(int, ge=0, le=100, name="percent 0-100"), default=10, show_default=True, help="Minimum available spare, percent.")
 @click.option("--max-percent-used", type=number(int, ge=0, le=255, name="percent 0-255"), default=90, show_default=True, help="Maximum wear (percentage used).")
 @click.option("--allow-mixed-firmware", is_flag=True, help="List firmware differences without failing.")
+@fleet_options
 @pass_app
-def selftest(app: App, expect_drives, subsystem, serials_file, max_media_errors, min_spare, max_percent_used,
-             allow_mixed_firmware) -> int:
-    """Recognize every NVMe drive of one array: count, live state, SMART health, firmware agreement."""
+@click.pass_context
+def selftest(ctx, app: App, expect_drives, subsystem, serials_file, expect_from, max_media_errors, min_spare,
+             max_percent_used, allow_mixed_firmware, nodes, **_fleet) -> int:
+    """Recognize every NVMe drive of one array (or of each --nodes array at once): count, live state, SMART
+    health, firmware agreement."""
+    if serials_file and expect_from:
+        raise BadInput("--serials and --expect-from both name the expected drives: give one")
+    if not single_node(nodes, **_fleet):
+        return run_fleet(app, ctx, "selftest", fleet_expected(serials_file, expect_from),
+                         skip=("--serials", "--expect-from"))
+    expected = selftest_lib.load_expected_serials(serials_file) if serials_file else \
+        selftest_lib.load_expected_run(expect_from) if expect_from else None
+    expect_drives = expect_drives or (len(expected) if expected else DEFAULT_DRIVES)
     limits = selftest_lib.Limits(expect_drives, max_media_errors, min_spare, max_percent_used, allow_mixed_firmware)
-    expected = selftest_lib.load_expected_serials(serials_file) if serials_file else None
     run = app.new_run("selftest")
     drives, verdict, disagreements = selftest_lib.run_selftest(app.runner(run), limits, subsystem, expected)
     extra = {"drives_recognized": len(drives), "expect_drives": expect_drives,
              "limits": limits.__dict__, "drives": [d.to_dict() for d in drives],
-             "disagreements": disagreements}
-    human = [f"{len(drives)} NVMe drive(s): " + ", ".join(d.serial for d in drives)] + \
+             "disagreements": disagreements, "node": socket.gethostname()}
+    if expected:
+        extra["expected"] = {"source": str(expect_from or serials_file),
+                             "drives": [{"serial": e.serial, "slot": e.slot} for e in expected]}
+    human = [f"{len(drives)} NVMe drive(s): " + ", ".join(d.label() for d in drives)] + \
             [f"DISAGREE {d}" for d in disagreements]
     return finish_verdict(app, run, "selftest", verdict, extra, human)
+
+
+def fleet_expected(serials_file, expect_from):
+    """Per node: the expected drives (its own sub-run of an earlier fleet run, or the one serials file),
+    sent as a serials file on stdin so an SSH node needs no copy of it."""
+    if serials_file is None and expect_from is None:
+        return None
+    common = selftest_lib.load_expected_serials(serials_file) if serials_file else None
+
+    def per_node(node: str):
+        expected = common or selftest_lib.load_expected_run(expect_from, node=node, fleet=True)
+        return ["--serials", "/dev/stdin"], fleet_expected_text(expected)
+    return per_node
+
+
+def fleet_expected_text(expected) -> str:
+    from fxprobe.host.fleet import expected_input
+    return expected_input(expected)

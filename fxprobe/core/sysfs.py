@@ -29,6 +29,14 @@ def listdir(rel: str, root: Path | None = None) -> list[str]:
         return []
 
 
+def link_name(rel: str, root: Path | None = None) -> str | None:
+    """The last component of where the symlink ``rel`` points (``.../0000:00:03.0``), or None."""
+    try:
+        return os.path.basename(os.readlink(path(rel, root)).rstrip("/")) or None
+    except OSError:
+        return None
+
+
 def exists(rel: str, root: Path | None = None) -> bool:
     return path(rel, root).exists()
 

@@ -2,10 +2,12 @@
 
 What each gate reads from a run directory's ``results.json`` (dotted field paths):
 
-G1  runs with ``command`` "selftest" (one per array; every one must pass):
+G1  runs with ``command`` "selftest" (one per array; every one must pass; a fleet run ``--nodes`` stands
+    for its sub-runs, one per node, each named by its node):
       ``drives_recognized`` or else the measured value of the selftest verdict's
       "drives recognized" criterion          >= g1.drives_expected (24)
       the run's own ``outcome``             == pass (live, healthy drives: the self-test's own criteria)
+      every name in g1.arrays (or ``gate g1 --arrays``) has one: its fleet node name, else ``node``
 G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y}}``
       (``fxprobe gate g2 --measured FILE... --reference TABLE.toml`` writes one, see gates.g2)
       |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric
@@ -180,11 +182,35 @@ def signed_report_criteria(evidence: Evidence, config: GateConfig) -> list[Crite
     return criteria
 
 
+EVERY_ARRAY_NAME = "every array self-tested"
+
+
+def every_array_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    """G1 covers the fleet: every array named in gates.toml ``g1.arrays`` (or ``gate g1 --arrays``) has a
+    self-test among the evidence (a fleet run's sub-run per node, or a run that recorded that host name)."""
+    wanted = config.arrays()
+    if not wanted:
+        return []
+    runs = evidence.matching(SELFTEST)
+    seen = {run.array for run in runs}
+    missing = [name for name in wanted if name not in seen]
+    evidence_file = next((run.evidence for run in runs), "")
+    if missing:
+        return [Criterion(EVERY_ARRAY_NAME, Outcome.NOT_RUN, f"{len(wanted) - len(missing)}/{len(wanted)}",
+                          f"{len(wanted)}/{len(wanted)}", "==", "",
+                          f"no selftest of {', '.join(missing)} among the evidence (arrays self-tested: "
+                          f"{', '.join(sorted(a for a in seen if a)) or 'none'}); run `fxprobe selftest --nodes "
+                          f"{','.join(wanted)}` and pass its run directory with --evidence",
+                          evidence_file, missing=f"no selftest of {', '.join(missing)} among the evidence")]
+    return [Criterion(EVERY_ARRAY_NAME, Outcome.PASS, f"{len(wanted)}/{len(wanted)}", f"{len(wanted)}/{len(wanted)}",
+                      "==", "", "arrays: " + ", ".join(wanted), evidence_file)]
+
+
 G1 = Gate("g1", "delivery acceptance", checks=(
     Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
           ">=", "drives_expected"),
     OutcomeCheck("self-test passed", SELFTEST),
-))
+), extras=(every_array_criteria,))
 G2 = Gate("g2", "single-node baseline", extras=(line_rate_criteria, baseline_deviation_criteria))
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
 G4 = Gate("g4", "stability and sign-off", checks=(

@@ -24,6 +24,7 @@ LAB_FILE = Path(__file__).resolve().parent.parent.parent / "gates-lab.toml"   # 
 
 class G1Thresholds(InputModel):
     drives_expected: PositiveInt = 24
+    arrays: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9@._:\[\]-]{1,100}$")]] = []   # every array that must be self-tested
 
 
 class G2Thresholds(InputModel):
@@ -91,6 +92,15 @@ class GateConfig:
         else the file's stem ("gates-lab"), so a lab-scaled table never passes for the buyer's."""
         stem = Path(self.source).stem if self.source != "built-in defaults" else ""
         return "" if stem in ("", "gates") else stem
+
+    def arrays(self) -> tuple[str, ...]:
+        return tuple(self.values.get("g1", {}).get("arrays") or ())
+
+    def with_arrays(self, arrays: list[str]) -> "GateConfig":
+        """The same thresholds with G1's array list replaced (``gate g1 --arrays``)."""
+        values = {gate: dict(keys) for gate, keys in self.values.items()}
+        values["g1"]["arrays"] = list(arrays)
+        return GateConfig(values, self.source)
 
     def trusted_signers(self) -> tuple[str, ...]:
         return tuple(self.values.get("g4", {}).get("trusted_signers") or ())

@@ -71,6 +71,18 @@ class RunRecord:
 
     path: Path
     results: dict
+    node: str | None = None          # the node a fleet run ran this sub-run on (its --nodes name)
+
+    @property
+    def array(self) -> str | None:
+        """Which node (array) the run is about: its fleet node name, else the host name it recorded."""
+        node = self.node or self.results.get("node")
+        return node if isinstance(node, str) and node else None
+
+    @property
+    def label(self) -> str:
+        """How a criterion names the run when several match: the node of a fleet sub-run, else its folder."""
+        return self.node or self.path.name
 
     @property
     def command(self) -> str:
@@ -99,6 +111,25 @@ class RunRecord:
         return lookup(self.results, dotted, default)
 
 
+def fleet_runs(path: Path, results: dict) -> list[RunRecord] | None:
+    """A fleet run (``--nodes``: a ``nodes`` list) stands for its sub-runs ``nodes/<node>/``, one per node; a
+    node that left no sub-run (unreachable, fxprobe failed there) is an errored run with the fleet's reason."""
+    nodes = results.get("nodes")
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, dict) and n.get("node") for n in nodes):
+        return None
+    runs = []
+    for entry in nodes:
+        node = str(entry["node"])
+        folder = path / entry["run_dir"] if isinstance(entry.get("run_dir"), str) else None
+        if folder is not None and (folder / RESULTS).is_file() and path.resolve() in folder.resolve().parents:
+            runs.append(RunRecord(folder, RunDir.open(folder).results(), node))
+        else:
+            runs.append(RunRecord(path / "nodes" / node, {
+                "command": results.get("command"), "outcome": Outcome.ERROR.value, "node": node,
+                "reason": str(entry.get("reason") or "the node left no sub-run")}, node))
+    return runs
+
+
 @dataclass(frozen=True)
 class Evidence:
     runs: tuple[RunRecord, ...] = ()
@@ -112,7 +143,8 @@ class Evidence:
             if not (run.path / RESULTS).exists():
                 unfinished.append(run.path)
                 continue
-            runs.append(RunRecord(run.path, run.results()))
+            results = run.results()
+            runs += fleet_runs(run.path, results) or [RunRecord(run.path, results)]
         return cls(tuple(runs), tuple(unfinished))
 
     def unfinished_criteria(self) -> list[Criterion]:
@@ -210,7 +242,7 @@ class Check:
             return [self.requirement.absent(self.name, threshold, self.comparator, self.unit)]
         criteria = []
         for run in runs:
-            name = self.name if len(runs) == 1 else f"{self.name} [{run.path.name}]"
+            name = self.name if len(runs) == 1 else f"{self.name} [{run.label}]"
             if run.errored:
                 criteria.append(errored(name, run, threshold, self.comparator, self.unit))
             else:
@@ -282,7 +314,7 @@ class OutcomeCheck:
             return [self.requirement.absent(self.name, "pass", "==")]
         criteria = []
         for run in runs:
-            name = self.name if len(runs) == 1 else f"{self.name} [{run.path.name}]"
+            name = self.name if len(runs) == 1 else f"{self.name} [{run.label}]"
             if run.errored:
                 criteria.append(errored(name, run, "pass", "=="))
                 continue

@@ -2,8 +2,10 @@
 
 Drives are found in sysfs (the kernel's view), their SMART health read with
 nvme-cli, and nvme-cli's own list is cross-checked against sysfs. Drives are
-named by serial number (and slot when an expected-serials file gives one),
-never only by /dev name.
+named by slot and serial number, never only by /dev name: the slot is the one an
+expected list gives (``--serials`` or ``--expect-from`` an earlier run), else the
+platform's PCI slot the kernel reports, else the drive's PCI address. A missing
+drive can be named only against an expected list.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Drive:
     smart: dict | None
     smart_error: str | None = None
     slot: str | None = None
+    pci_address: str | None = None
 
     def label(self) -> str:
         slot = f"slot {self.slot} " if self.slot else ""
@@ -109,6 +112,54 @@ def load_expected_serials(path: Path) -> list[ExpectedDrive]:
     return parse_expected_serials(read_text(path, "expected-serials file"), str(path))
 
 
+def parse_expected_run(results: dict, source: str, node: str | None = None,
+                       fleet: bool = False) -> list[ExpectedDrive]:
+    """The drives an earlier ``selftest`` (its ``drives``) or ``inventory`` (its PCIe ``controllers``) saw,
+    as the expected list: serial and the slot it was in. A fleet run (``nodes``) gives the drives of ``node``."""
+    command = results.get("command")
+    if isinstance(results.get("nodes"), list):
+        names = [str(n.get("node")) for n in results["nodes"] if isinstance(n, dict)]
+        entry = next((n for n in results["nodes"] if isinstance(n, dict) and n.get("node") == node), None)
+        if entry is None:
+            raise BadInput(f"{source}: a fleet {command} run with nodes {', '.join(names) or 'none'}; "
+                           f"it has no node {node or 'local'!r}")
+        results = entry.get("results") or {}
+        command = results.get("command", command)
+    elif fleet:
+        raise BadInput(f"{source}: a {command or 'unknown'!r} run of one node; with --nodes, --expect-from takes an "
+                       "earlier fleet run (selftest or inventory with --nodes), whose sub-run per node is expected")
+    if command == "selftest":
+        records = results.get("drives")
+    elif command == "inventory":
+        inventory = results.get("inventory") if isinstance(results.get("inventory"), dict) else {}
+        records = [c for c in inventory.get("controllers") or [] if isinstance(c, dict) and c.get("transport") == "pcie"]
+    else:
+        raise BadInput(f"{source}: a {command or 'unknown'!r} run; --expect-from takes a selftest or inventory run")
+    if not isinstance(records, list) or not records:
+        raise BadInput(f"{source}: the {command} run lists no drives to expect")
+    drives, seen = [], set()
+    for index, record in enumerate(records):
+        serial = (record.get("serial") or "").strip() if isinstance(record, dict) else ""
+        slot = record.get("slot") or record.get("pci_address") if isinstance(record, dict) else None
+        try:
+            entry = ExpectedSerial.model_validate({"serial": serial, "slot": None if slot is None else str(slot)})
+        except ValidationError:
+            raise BadInput(f"{source}: drive {index}: serial {serial[:40]!r} / slot {str(slot)[:40]!r} is not an "
+                           "NVMe serial and slot (1-20 printable ASCII characters)") from None
+        if entry.serial in seen:
+            raise BadInput(f"{source}: drive {index}: serial {entry.serial} listed twice")
+        seen.add(entry.serial)
+        drives.append(ExpectedDrive(entry.serial, entry.slot))
+    return sorted(drives, key=drive_order)
+
+
+def load_expected_run(path: Path, node: str | None = None, fleet: bool = False) -> list[ExpectedDrive]:
+    """``--expect-from RUNDIR``: the expected drives from an earlier run folder (read through its schema)."""
+    from fxprobe.core.rundir import RunDir
+    run = RunDir.open(Path(path))
+    return parse_expected_run(run.results(), str(Path(path) / "results.json"), node, fleet)
+
+
 def find_drives(runner: Runner, subsystem: str | None = None) -> list[Drive]:
     """Every NVMe controller of this host (or of one subsystem), with its SMART log."""
     controllers = nvme_sysfs.controllers()
@@ -123,8 +174,9 @@ def find_drives(runner: Runner, subsystem: str | None = None) -> list[Drive]:
         except ToolError as exc:
             error = exc.message
         drives.append(Drive(ctrl.name, (ctrl.serial or "").strip(), ctrl.model, ctrl.firmware,
-                            ctrl.transport, ctrl.state, ctrl.subsysnqn, smart, error))
-    return drives
+                            ctrl.transport, ctrl.state, ctrl.subsysnqn, smart, error,
+                            slot=ctrl.slot or ctrl.pci_address, pci_address=ctrl.pci_address))
+    return sorted(drives, key=drive_order)
 
 
 CRITICAL_WARNING_BITS = ("available spare below threshold", "temperature threshold", "NVM subsystem reliability degraded",
@@ -135,6 +187,24 @@ def warning_bits(value: int) -> str:
     return ", ".join(text for bit, text in enumerate(CRITICAL_WARNING_BITS) if value & (1 << bit)) or "unknown bit"
 
 
+def natural_key(text: str | None) -> tuple:
+    """Sort key that orders S2 before S10 (digit runs compare as numbers); None sorts last."""
+    if text is None:
+        return (1,)
+    return (0,) + tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                        for part in re.split(r"(\d+)", text) if part)
+
+
+def drive_order(drive: "Drive | ExpectedDrive") -> tuple:
+    return natural_key(drive.slot), natural_key(drive.serial)
+
+
+def with_expected_slots(drives: list[Drive], expected: list[ExpectedDrive] | None) -> list[Drive]:
+    """The drives named by the expected list's slots where it gives one (the buyer's naming), in slot order."""
+    slots = {e.serial: e.slot for e in expected or [] if e.slot}
+    return sorted((Drive(**{**d.to_dict(), "slot": slots.get(d.serial, d.slot)}) for d in drives), key=drive_order)
+
+
 def _count(name: str, ok: list[Drive], total: int, bad: list[str]) -> Criterion:
     return Criterion(name, Outcome.PASS if not bad else Outcome.FAIL, f"{len(ok)}/{total}", f"{total}/{total}",
                      "==", detail="; ".join(bad))
@@ -142,11 +212,13 @@ def _count(name: str, ok: list[Drive], total: int, bad: list[str]) -> Criterion:
 
 def evaluate(drives: list[Drive], limits: Limits, expected: list[ExpectedDrive] | None = None) -> Verdict:
     criteria: list[Criterion] = []
-    if expected:
-        slots = {e.serial: e.slot for e in expected}
-        drives = [Drive(**{**d.to_dict(), "slot": slots.get(d.serial)}) for d in drives]
-    criteria.append(Criterion.compare("drives recognized", len(drives), "==", limits.expect_drives,
-                                      detail=", ".join(d.serial for d in drives) if len(drives) < 4 else ""))
+    drives = with_expected_slots(drives, expected)
+    expected = sorted(expected, key=drive_order) if expected else expected
+    detail = ", ".join(d.label() for d in drives) if len(drives) < 4 else ""
+    if len(drives) < limits.expect_drives and not expected:
+        detail = "; ".join(filter(None, [detail, "which drive is missing is named only against an expected list: "
+                                                 "--expect-from RUNDIR (an earlier selftest or inventory) or --serials FILE"]))
+    criteria.append(Criterion.compare("drives recognized", len(drives), "==", limits.expect_drives, detail=detail))
     if expected:
         present = {d.serial for d in drives}
         missing = [e for e in expected if e.serial not in present]
@@ -218,4 +290,4 @@ def run_selftest(runner: Runner, limits: Limits, subsystem: str | None = None,
                 disagreements.append(f"{drive.label()}: in sysfs, not in nvme list")
     except ToolError as exc:
         disagreements.append(f"nvme list failed: {exc.message}")
-    return drives, evaluate(drives, limits, expected), disagreements
+    return with_expected_slots(drives, expected), evaluate(drives, limits, expected), disagreements

@@ -30,9 +30,31 @@ class SysController:
     subsystem: str | None
     timeouts: dict = field(default_factory=dict)
     paths: tuple[dict, ...] = ()
+    pci_address: str | None = None   # 0000:00:03.0 for a PCIe drive; None for a fabrics controller
+    slot: str | None = None          # the platform's slot name (/sys/bus/pci/slots/NAME) holding it
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+def pci_slots() -> dict[str, str]:
+    """PCI slot address (domain:bus:device) -> slot name, from /sys/bus/pci/slots (hotplug drivers fill it)."""
+    slots = {}
+    for name in sysfs.listdir("/sys/bus/pci/slots"):
+        address = sysfs.read(f"/sys/bus/pci/slots/{name}/address")
+        if address:
+            slots.setdefault(address, name)
+    return slots
+
+
+def slot_of(pci_address: str | None, slots: dict[str, str]) -> str | None:
+    """The slot name of a PCI function (``0000:00:03.0`` sits in the slot whose address is ``0000:00:03``)."""
+    if not pci_address:
+        return None
+    return slots.get(pci_address.rsplit(".", 1)[0])
 
 
 @dataclass(frozen=True)
@@ -69,8 +91,11 @@ def _int(text: str | None) -> int | None:
 
 def controllers() -> list[SysController]:
     result = []
+    slots = pci_slots()
     for name in sysfs.listdir("/sys/class/nvme"):
         base = f"/sys/class/nvme/{name}"
+        device = sysfs.link_name(f"{base}/device")
+        pci = device if device and PCI_ADDRESS.match(device) else None
         subsystem = None
         for sub in sysfs.listdir("/sys/class/nvme-subsystem"):
             if name in sysfs.listdir(f"/sys/class/nvme-subsystem/{sub}"):
@@ -83,7 +108,7 @@ def controllers() -> list[SysController]:
             sysfs.read(f"{base}/transport"), sysfs.read(f"{base}/address"), sysfs.read(f"{base}/state"),
             sysfs.read(f"{base}/subsysnqn"), sysfs.read(f"{base}/cntlid"), subsystem,
             {k: v for k in TIMEOUT_ATTRS if (v := sysfs.read(f"{base}/{k}")) is not None},
-            paths))
+            paths, pci, slot_of(pci, slots)))
     return result
 
 
