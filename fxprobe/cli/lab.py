@@ -33,6 +33,9 @@ def lab():
 @click.option("--raid-drives", type=int, default=None,
               help="Only the first K drives form the main array (the rest stay free for add-export).")
 @click.option("--hosts", default=1, show_default=True, help="Host guests (host1..hostN).")
+@click.option("--arrays", default=1, show_default=True,
+              help="Array guests: array, then array2..arrayN, each with --drives drives of its own (the extra "
+                   "ones without data links or exports: for selftest/inventory --nodes over a fleet).")
 @click.option("--links", default=1, show_default=True, help="Data links per host (1 or 2).")
 @click.option("--transport", default="tcp", show_default=True, help="tcp or rdma (soft-RoCE on the data links).")
 @click.option("--link-speed", type=rate(to="Mb/s", kind=int, ge=10, le=800_000), default="100G", show_default=True,
@@ -43,7 +46,7 @@ def lab():
 @click.option("--no-connect", is_flag=True, help="Do not connect the hosts to the array.")
 @click.option("--native", is_flag=True, help="Build the array on this machine (null_blk or files, md, nvmet on loopback).")
 @pass_app
-def up(app: App, name, drives, raid, raid_drives, hosts, links, transport, link_speed, drive_mb, port_base,
+def up(app: App, name, drives, raid, raid_drives, hosts, arrays, links, transport, link_speed, drive_mb, port_base,
        accel, no_connect, native):
     """Start the lab and wait until every host is connected to the array."""
     if native:
@@ -58,7 +61,7 @@ def up(app: App, name, drives, raid, raid_drives, hosts, links, transport, link_
     from fxprobe.lab.vm import Lab
     spec = LabSpec(name=name, drives=drives, raid=raid, raid_drives=raid_drives, hosts=hosts, links=links,
                    transport=transport, link_speed=link_speed, drive_mb=drive_mb, port_base=port_base,
-                   accel=accel, connect=not no_connect).validate()
+                   accel=accel, connect=not no_connect, arrays=arrays).validate()
     run = app.new_run("lab up", folder="lab-up")
     handle = Lab.up(spec, app.runner(run), app.progress)
     guests = ", ".join(f"{g} ssh 127.0.0.1:{v.ssh_port}" for g, v in handle.state.guests.items())

@@ -39,11 +39,13 @@ class Drive:
     slot: int
     serial: str
     image: str
+    position: int | None = None   # place on its array guest's bus (None: the slot; a second array starts at 0)
 
     def device_args(self) -> dict:
         """The ``device_add`` arguments, identical at boot and on restore."""
+        place = self.slot if self.position is None else self.position
         return {"driver": "nvme", "id": f"drive{self.slot}", "drive": f"nv{self.slot}",
-                "serial": self.serial, "bus": "pci.0", "addr": hex(FIRST_DRIVE_SLOT + self.slot)}
+                "serial": self.serial, "bus": "pci.0", "addr": hex(FIRST_DRIVE_SLOT + place)}
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class LabSpec:
     port_base: int | None = None        # None: free ports chosen by the kernel
     accel: str = "auto"
     connect: bool = True                # connect every host on every link at `up`
+    arrays: int = 1                     # array guests: array, then array2.. (drives only, see lab.arrays)
 
     def validate(self) -> "LabSpec":
         if not NAME_RE.match(self.name):
@@ -59,6 +60,8 @@ class LabSpec:
             raise BadInput("--raid none exports one drive: leave --raid-drives unset")
         if not 1 <= self.hosts <= MAX_HOSTS:
             raise BadInput(f"--hosts {self.hosts}: use 1 to {MAX_HOSTS}")
+        if not 1 <= self.arrays <= 4:
+            raise BadInput(f"--arrays {self.arrays}: use 1 to 4")
         if not 1 <= self.links <= MAX_LINKS:
             raise BadInput(f"--links {self.links}: use 1 or {MAX_LINKS}")
         if not 10 <= self.link_speed <= 800000:

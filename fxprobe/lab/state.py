@@ -49,9 +49,10 @@ class DriveState(Record):
     export: str | None = None     # the export (md name) the drive belongs to
     pulled: str | None = None     # UTC stamp of the last pull while not present
     array: str = "array"          # the array guest holding the slot
+    position: int | None = None   # its place on that guest's PCI bus (None: the slot)
 
     def device(self) -> Drive:
-        return Drive(self.slot, self.serial, self.image)
+        return Drive(self.slot, self.serial, self.image, self.position)
 
 
 class LinkState(Record):

@@ -116,7 +116,7 @@ def choose_ports(spec: LabSpec) -> list[int]:
 
 
 def check_capacity(spec: LabSpec, folder_parent: Path) -> None:
-    need_mb = ARRAY_MEMORY_MB + 16 * spec.drives + HOST_MEMORY_MB * spec.hosts
+    need_mb = (ARRAY_MEMORY_MB + 16 * spec.drives) * spec.arrays + HOST_MEMORY_MB * spec.hosts
     free_mb = psutil.virtual_memory().available // (1 << 20)
     if need_mb + 512 > free_mb:
         raise BadInput(f"the lab needs about {need_mb} MiB of memory, this machine has {free_mb} MiB available",
@@ -318,6 +318,9 @@ class Lab:
             lab._build_array(spec, progress)
             if spec.connect:
                 lab._connect_hosts(lab.main_export.nqn, progress)
+            for number in range(2, spec.arrays + 1):     # extra array guests: drives only (lab/arrays.py)
+                from fxprobe.lab.arrays import add_array
+                add_array(lab, f"array{number}", spec.drives, progress)
             state.timings["ready_s"] = round(time.monotonic() - started, 1)
             state.ready = utc_stamp()
             lab.save()
