@@ -650,6 +650,15 @@ HOST_METHODS = {("drive-pull", "sysfs"): SysfsRemove, ("drive-pull", "md"): MdFa
                 ("namespace-disable", "configfs"): NvmetNamespaceDisable}
 
 
+def _control(env: Env, fault: dict) -> Method:
+    from fxprobe.faults.control import TargetControl      # via = "command": the user's target-control executable
+    return TargetControl(env, fault)
+
+
+for _table in (LAB_METHODS, HOST_METHODS):
+    _table.update({("drive-pull", "command"): _control, ("link-down", "command"): _control})
+
+
 def choose(env: Env, fault: dict) -> Method:
     """The method for ``fault``: the one named by ``via``, or the first this environment can do.
     Raises NotRunnable (naming every reason) when none can run here; nothing is touched."""
@@ -738,6 +747,9 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         from fxprobe.tools.nvmet import NvmetRoot
         _write(NvmetRoot().path / "subsystems" / record["nqn"] / "namespaces" / str(record["nsid"]) / "enable", "1")
         return f"namespace {record['nsid']} of {record['nqn']} enabled"
+    if method == "command":
+        from fxprobe.faults.control import restore
+        return restore(record, runner, env)
     if method == "manual":
         say = env.say if env else print
         say(f"PUT BACK {record['target']} NOW (waiting up to 300 s for the kernel to see it)")

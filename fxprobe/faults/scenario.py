@@ -23,8 +23,8 @@ SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "faults"
 
 # fault kind -> mechanisms that can produce it ("auto" picks one from what the environment offers)
 KINDS: dict[str, tuple[str, ...]] = {
-    "drive-pull": ("qmp", "sysfs", "md", "nullblk", "manual"),
-    "link-down": ("qmp", "netlink", "manual"),
+    "drive-pull": ("qmp", "sysfs", "md", "nullblk", "manual", "command"),
+    "link-down": ("qmp", "netlink", "manual", "command"),
     "link-flap": ("qmp", "netlink"),
     "path-loss": ("nvme-disconnect",),
     "port-disable": ("configfs",),
@@ -33,7 +33,7 @@ KINDS: dict[str, tuple[str, ...]] = {
 RW = ("randread", "read", "randwrite", "write", "randrw", "rw")
 
 FaultKind = Literal["drive-pull", "link-down", "link-flap", "path-loss", "port-disable", "namespace-disable"]
-Via = Literal["auto", "qmp", "sysfs", "md", "nullblk", "manual", "netlink", "nvme-disconnect", "configfs"]
+Via = Literal["auto", "qmp", "sysfs", "md", "nullblk", "manual", "netlink", "nvme-disconnect", "configfs", "command"]
 Rw = Literal["randread", "read", "randwrite", "write", "randrw", "rw"]
 IoPolicy = Literal["", "numa", "round-robin", "queue-depth"]
 MAX_SPAN_S = 3600 * 72
@@ -47,8 +47,13 @@ def _help(text: str, **constraints: Any) -> Any:
 
 class FaultTable(InputModel):
     kind: FaultKind = _help("what breaks: " + ", ".join(KINDS))
-    via: Via = _help("how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs",
-                     default="auto")
+    via: Via = _help("how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs, command "
+                     "(a target-control executable: docs/target-control.md)", default="auto")
+    command: list[NonEmptyStr] | None = _help("via command: the target-control executable and its first arguments; "
+                                              "fxprobe appends drive-pull SLOT|SERIAL, drive-restore, port-down PORT, "
+                                              "port-up PORT or status", default=None)
+    target_port: Text = _help("link-down via command: the PORT the executable takes down (the lab's: HOST:LINK)",
+                              default=None)
     slot: NonNegativeInt | None = _help("lab drive slot (drive-pull via qmp; default: the first drive of the export)",
                                         default=None)
     serial: Text = _help("drive serial number (drive-pull on a Linux host)", default=None)
