@@ -118,13 +118,21 @@ def read_interfaces(names: list[str] | None = None) -> list[Interface]:
 
 
 def route_interface(peer: str) -> str | None:
+    return route_to(peer)[0]
+
+
+def route_to(peer: str) -> tuple[str | None, str | None]:
+    """(interface, this side's source address) of the route to ``peer``."""
     with IPRoute() as ipr:
-        routes = ipr.route("get", dst=peer)
+        try:
+            routes = ipr.route("get", dst=peer)
+        except Exception:      # pyroute2 NetlinkError: no route (unreachable network)
+            return None, None
         if not routes:
-            return None
+            return None, None
         oif = routes[0].get("oif")
         links = ipr.get_links(oif)
-        return links[0].get("ifname") if links else None
+        return (links[0].get("ifname") if links else None), routes[0].get_attr("RTA_PREFSRC")
 
 
 def probe_path_mtu(runner: Runner, peer: str, mtu: int, iface: str | None = None,
@@ -162,18 +170,58 @@ class NetcheckResult:
     interfaces: list[Interface]
     verdict: Verdict
     qos: dict
+    routes: dict = field(default_factory=dict)          # peer -> {"iface", "source"}
+    not_judged: list[Interface] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"interfaces": [i.to_dict() for i in self.interfaces], "verdict": self.verdict.to_dict(),
-                "qos": self.qos}
+                "qos": self.qos, "routes": self.routes,
+                "not_judged": [{**i.to_dict(), "why": "not a data interface: no speed reported, no RDMA port"
+                                + (", no route to a --peer" if self.routes else "")} for i in self.not_judged]}
+
+
+def data_interfaces(found: list[Interface], peers: list[str]) -> tuple[list[Interface], list[Interface], dict]:
+    """Which interfaces are judged without --iface: the routes to the peers, else every interface that
+    reports a speed or carries an RDMA port; the rest (a management NIC without speed) is information."""
+    routes = {}
+    for peer in peers:
+        iface, source = route_to(peer)
+        routes[peer] = {"iface": iface, "source": source}
+    if peers:
+        wanted = {r["iface"] for r in routes.values()}
+        judged = [nic for nic in found if nic.name in wanted]
+    else:
+        judged = [nic for nic in found if nic.speed_mbps or nic.rdma]
+    return judged, [nic for nic in found if nic not in judged], routes
+
+
+def with_active_mtu(runner: Runner, nic: Interface) -> Interface:
+    """The interface with each RDMA port's active MTU (ibv_devinfo), where it can be read."""
+    from dataclasses import replace
+    from fxprobe.tools.ibverbs import run_active_mtu
+    ports = tuple(replace(p, active_mtu=str(mtu) if (mtu := run_active_mtu(runner, p.device, p.port)) else None)
+                  for p in nic.rdma)
+    return replace(nic, rdma=ports)
 
 
 def check(runner: Runner, interfaces: list[str] | None = None, peers: list[str] | None = None,
-          roce: bool | None = None, roce_mtu: int = 4096, min_speed_mbps: int | None = None) -> NetcheckResult:
-    """Evaluate every data interface (and every peer path); ``roce=None`` checks RoCE where a device is bound."""
+          roce: bool | None = None, roce_mtu: int = 4096, min_speed_mbps: int | None = None,
+          probe_mtu: int | None = None) -> NetcheckResult:
+    """Evaluate every data interface (and every peer path); ``roce=None`` checks RoCE where a device is bound.
+    Without ``interfaces`` only the data interfaces are judged (:func:`data_interfaces`). ``probe_mtu`` sends
+    the don't-fragment probe at that size instead of the interface's own MTU (the other end's MTU)."""
     found = read_interfaces(interfaces)
     if not found:
         raise BadInput("no data interface found", hint="name them with --iface")
+    not_judged: list[Interface] = []
+    routes = {peer: dict(zip(("iface", "source"), route_to(peer))) for peer in peers or []}
+    if not interfaces:
+        found, not_judged, routes = data_interfaces(found, list(peers or []))
+        if not found:
+            return NetcheckResult([], Verdict("netcheck", (), reason="no data interface: none reports a speed or "
+                                              "an RDMA port" + (", none routes to a --peer" if peers else "")),
+                                  {}, routes, not_judged)
+    found = [with_active_mtu(runner, nic) if nic.rdma else nic for nic in found]
     criteria: list[Criterion] = []
     qos = {}
     for nic in found:
@@ -215,7 +263,8 @@ def check(runner: Runner, interfaces: list[str] | None = None, peers: list[str] 
         criteria.append(Criterion(f"route to {peer}", Outcome.PASS if nic else Outcome.FAIL, iface or "no route",
                                   detail="" if nic else "the peer is not reached through a checked data interface"))
         if mtu:
-            ok, detail = probe_path_mtu(runner, peer, mtu, iface)
-            criteria.append(Criterion(f"path MTU {mtu} to {peer} via {iface}", Outcome.PASS if ok else Outcome.FAIL,
+            size = probe_mtu or mtu
+            ok, detail = probe_path_mtu(runner, peer, size, iface)
+            criteria.append(Criterion(f"path MTU {size} to {peer} via {iface}", Outcome.PASS if ok else Outcome.FAIL,
                                       "passes" if ok else "blocked", detail=detail))
-    return NetcheckResult(found, Verdict("netcheck", tuple(criteria)), qos)
+    return NetcheckResult(found, Verdict("netcheck", tuple(criteria)), qos, routes, not_judged)
