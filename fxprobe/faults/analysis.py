@@ -1,8 +1,10 @@
 """The impact of a fault on the load, from fio's epoch-stamped logs and its JSON.
 
 Times are epoch milliseconds on the load host's clock (the caller converts the injection and
-restore instants with the measured clock offset). A log sample stamped ``t`` covers the window
-``(t - L, t]`` (L = log_avg_msec), so every duration below has a resolution of one window.
+restore instants with the measured clock offset). With fio's per-I/O completion log
+(:mod:`fxprobe.faults.completions`) the stall, the throughput and the first effect are exact to the
+millisecond and count successful I/O only; from averaged logs a sample stamped ``t`` covers the window
+``(t - L, t]`` (L = log_avg_msec) and those durations have a resolution of one window.
 
 - errors: ``total_err`` of every fio job (fio counts them under ``continue_on_error``);
 - longest stall: the longest run of windows with no completed I/O (zero IOPS, or no sample at all)
@@ -22,6 +24,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from fxprobe.faults.completions import Completions, first_effect, longest_gap
 from fxprobe.tools.fio import FioHistLog, percentile_from_bins
 from fxprobe.core.verdict import Criterion, Outcome
 
@@ -48,6 +51,11 @@ class Impact:
     p99_ratio: float | None
     recover_s: float | None
     first_affected_ms: int | None
+    resolution_ms: int | None = None      # 1: per-I/O completion log; else the log window
+    source: str = "fio iops log"
+    load_end_ms: int | None = None
+    baseline_ios: int | None = None       # successful completions counted (exact source)
+    window_ios: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -148,9 +156,23 @@ def fio_errors(fio_json: str | None) -> tuple[int | None, str]:
     return total, first
 
 
+def load_runtime_ms(fio_json: str | None) -> int | None:
+    """The longest job runtime (ms) in fio's final JSON."""
+    data = last_json(fio_json or "")
+    if data is None:
+        return None
+    runtimes = [int(job.get(d, {}).get("runtime", 0) or 0) for job in data.get("jobs", []) for d in ("read", "write")]
+    return max(runtimes) if runtimes and max(runtimes) > 0 else None
+
+
 def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json: str | None,
             log_msec: int, load_start_ms: int, settle_s: float, inject_ms: int, restore_ms: int,
-            min_throughput_pct: float) -> Impact:
+            min_throughput_pct: float, completions: Completions | None = None) -> Impact:
+    """``completions`` (per-I/O log): stall, throughput and first effect exact; else from the windows."""
+    if completions is not None and len(completions):
+        return _analyse_exact(iops=iops, bw=bw, hist=hist, fio_json=fio_json, log_msec=log_msec,
+                              load_start_ms=load_start_ms, settle_s=settle_s, inject_ms=inject_ms,
+                              restore_ms=restore_ms, min_throughput_pct=min_throughput_pct, done=completions)
     end_ms = int(iops.index.max()) if len(iops) else None
     iops = dense(iops, log_msec, load_start_ms, end_ms)
     bw = dense(bw, log_msec, load_start_ms, end_ms)
@@ -178,7 +200,42 @@ def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json
     errors, first_error = fio_errors(fio_json)
     return Impact(log_msec, int(inject_ms), int(restore_ms), end_ms, errors, first_error, baseline_iops,
                   window_iops, baseline_bw, window_bw, pct, stall_s, stall_start, base_p99, win_p99, ratio,
-                  recover_s, first_affected)
+                  recover_s, first_affected, resolution_ms=log_msec)
+
+
+def _analyse_exact(*, iops, bw, hist, fio_json, log_msec, load_start_ms, settle_s, inject_ms, restore_ms,
+                   min_throughput_pct, done: Completions) -> Impact:
+    """Stall, throughput and first effect from the successful completions themselves."""
+    runtime = load_runtime_ms(fio_json)
+    last = int(done.t_ms[-1])
+    end_ms = max(last, load_start_ms + runtime) if runtime else last
+    base_start = int(load_start_ms + settle_s * 1000)
+    base_ios, window_ios = done.count_between(base_start, inject_ms), done.count_between(inject_ms, restore_ms)
+    base_s, window_s = (inject_ms - base_start) / 1000.0, (restore_ms - inject_ms) / 1000.0
+    baseline_iops = base_ios / base_s if base_s > 0 else None
+    window_iops = window_ios / window_s if window_s > 0 else None
+    baseline_bw = done.bytes_between(base_start, inject_ms) / 1024 / base_s if base_s > 0 else None
+    window_bw = done.bytes_between(inject_ms, restore_ms) / 1024 / window_s if window_s > 0 else None
+    pct = 100.0 * window_iops / baseline_iops if baseline_iops and window_iops is not None else None
+    gap_ms, stall_start = longest_gap(done.t_ms, int(inject_ms), end_ms)
+    base_p99 = p99_between(hist, base_start, inject_ms)
+    win_p99 = p99_between(hist, inject_ms, restore_ms + log_msec)
+    ratio = win_p99 / base_p99 if base_p99 and win_p99 is not None else None
+    recover_s = first_affected = None
+    if baseline_iops:
+        dense_iops = dense(iops, log_msec, load_start_ms, end_ms)
+        after = dense_iops[dense_iops.index > restore_ms]
+        back = after[after >= baseline_iops * min_throughput_pct / 100.0]
+        recover_s = max(0.0, (int(back.index[0]) - restore_ms) / 1000.0) if len(back) else None
+        first_affected = first_effect(done.t_ms, base_start, int(inject_ms), end_ms)
+        if first_affected is None:   # no pause, but fewer successful I/O: the first window below half
+            low = dense_iops[(dense_iops.index > inject_ms) & (dense_iops < baseline_iops * AFFECTED_FRACTION)]
+            first_affected = int(low.index[0]) - log_msec if len(low) else None
+    errors, first_error = fio_errors(fio_json)
+    return Impact(log_msec, int(inject_ms), int(restore_ms), end_ms, errors, first_error, baseline_iops,
+                  window_iops, baseline_bw, window_bw, pct, gap_ms / 1000.0, stall_start, base_p99, win_p99, ratio,
+                  recover_s, first_affected, resolution_ms=1, source="fio per-I/O completion log",
+                  load_end_ms=end_ms, baseline_ios=base_ios, window_ios=window_ios)
 
 
 def criteria(impact: Impact, limits: dict) -> list[Criterion]:
@@ -187,14 +244,29 @@ def criteria(impact: Impact, limits: dict) -> list[Criterion]:
         Criterion.compare("I/O errors", impact.errors, "<=", limits["max_errors"],
                           detail=impact.first_error or "", evidence="fio JSON total_err"),
         Criterion.compare("longest stall (no completed I/O)", impact.longest_stall_s, "<=", limits["max_stall_s"],
-                          unit="s", detail=f"resolution {impact.log_msec / 1000:g} s", evidence="fio iops log"),
+                          unit="s", detail=_stall_detail(impact), evidence=impact.source),
         Criterion.compare("throughput in fault window vs pre-fault", impact.throughput_pct, ">=",
-                          limits["min_throughput_pct"], unit="%", evidence="fio iops log"),
+                          limits["min_throughput_pct"], unit="%", detail=_throughput_detail(impact),
+                          evidence=impact.source),
         Criterion.compare("p99 latency in fault window / pre-fault p99", impact.p99_ratio, "<=",
                           limits["max_p99_ratio"], unit="x",
                           detail=_p99_detail(impact), evidence="fio clat histogram log"),
     ]
     return out
+
+
+def _stall_detail(impact: Impact) -> str:
+    resolution = impact.resolution_ms or impact.log_msec
+    if resolution == 1:
+        return "successful completions only, exact to 1 ms"
+    return f"resolution {resolution / 1000:g} s"
+
+
+def _throughput_detail(impact: Impact) -> str:
+    if impact.window_ios is None:
+        return ""
+    return (f"successful I/O only: {impact.window_ios} in the fault window, {impact.baseline_ios} in the "
+            f"steady state before it")
 
 
 def _p99_detail(impact: Impact) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, plot, timeline
+from fxprobe.faults.completions import Completions
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.live import LoadWatch
 from fxprobe.faults.scenario import Scenario
@@ -83,9 +84,11 @@ def load_argv(scenario: Scenario, device: str, log_dir: str, output: str = "json
     prefix = f"{log_dir}/load"
     return ["fio", "--name=fault-load", f"--filename={device}", f"--rw={load['rw']}", f"--bs={load['bs']}",
             f"--iodepth={load['iodepth']}", f"--numjobs={load['numjobs']}", "--ioengine=libaio", "--direct=1",
-            "--time_based", f"--runtime={runtime}", f"--write_iops_log={prefix}", f"--write_bw_log={prefix}",
-            f"--write_lat_log={prefix}", f"--write_hist_log={prefix}", f"--log_avg_msec={load['log_msec']}",
-            f"--log_hist_msec={load['log_msec']}", "--log_unix_epoch=1", "--continue_on_error=all",
+            "--time_based", f"--runtime={runtime}",
+            # one line per successful completion (epoch ms): exact stalls and counts (faults.completions)
+            f"--write_lat_log={prefix}", "--log_avg_msec=0", "--disable_lat=1", "--disable_slat=1",
+            f"--write_hist_log={prefix}", f"--log_hist_msec={load['log_msec']}", "--log_unix_epoch=1",
+            "--continue_on_error=all",
             f"--output-format={output}", "--status-interval=1", "--eta=never"]
 
 
@@ -278,16 +281,16 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
     # -- analysis (everything restored by now) --
     log_msec = scenario.load["log_msec"]
     to_node_ms = lambda t: int(round((t + offset) * 1000))
-    iops = analysis.combine(logs["iops"], log_msec)
-    bw = analysis.combine(logs["bw"], log_msec)
+    done = Completions.from_logs(logs["clat"])
+    iops, bw = done.windows(log_msec)
     if iops.empty:
-        raise ToolError(f"the load wrote no IOPS samples: {(fio_err.strip().splitlines() or ['?'])[-1]}",
+        raise ToolError(f"the load completed no I/O: {(fio_err.strip().splitlines() or ['?'])[-1]}",
                         hint=f"see {run.raw}")
-    load_start_ms = int(iops.index.min()) - log_msec
+    load_start_ms = done.first_issue_ms
     impact = analysis.analyse(iops=iops, bw=bw, hist=logs["hist"], fio_json=fio_out, log_msec=log_msec,
                               load_start_ms=load_start_ms, settle_s=scenario.timing["settle_s"],
                               inject_ms=to_node_ms(inject_t), restore_ms=to_node_ms(restore_t),
-                              min_throughput_pct=scenario.criteria["min_throughput_pct"])
+                              min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done)
     criteria = analysis.criteria(impact, scenario.criteria)
     word = analysis.verdict_word(criteria)
     failed = [c.name for c in criteria if c.outcome == Outcome.FAIL]
@@ -404,16 +407,14 @@ def start_listeners(runner: Runner, lab, host, array_host, load_host: str, secon
 
 def _fetch_logs(runner: Runner, host, log_dir: str, run: RunDir) -> dict:
     listing = runner.run(["ls", "-1", log_dir], timeout=30, host=host, check=True, label="logs-ls")
-    out = {"iops": [], "bw": [], "hist": None}
+    out = {"clat": [], "hist": None}
     for name in sorted(listing.stdout.split()):
         text = runner.run(["cat", f"{log_dir}/{name}"], timeout=120, host=host, check=True, label="log-cat").stdout
         run.write_raw(f"fio-{name}", text)
         if not text.strip():
             continue
-        if "_iops." in name:
-            out["iops"].append(parse_fio_log(text, name))
-        elif "_bw." in name:
-            out["bw"].append(parse_fio_log(text, name))
+        if "_clat." in name:
+            out["clat"].append(parse_fio_log(text, name))
         elif "_clat_hist." in name:
             out["hist"] = merge_hist(out["hist"], parse_fio_hist_log(text, name))
     return out

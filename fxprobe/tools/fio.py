@@ -466,3 +466,83 @@ def run_fio(runner: Runner, args: Sequence[str], *, timeout: float, host: Host =
         if not result.ok:
             raise ToolError(result.failure("fio")) from None
         raise
+
+
+# -- verify failures (fio verify.c: verify_header, log_verify_failure) -------------------------------
+# "verify: bad magic header 0, wanted acca at file F offset 1048576, length 4096 (requested block: offset=..., length=...)"
+_VERIFY_HEADER = re.compile(
+    r"verify: bad (?P<field>magic header|header length|header rand_seed|header offset|header numberio|header crc) "
+    r"(?P<found>\S+), (?:wanted|calculated) (?P<expected>\S+?) at file (?P<file>.+?) offset (?P<offset>\d+), "
+    r"length (?P<length>\d+) \(requested block: offset=(?P<block>\d+), length=(?P<block_len>\d+)")
+# "crc32c: verify failed at file F offset 3276800, length 4096 (requested block: offset=..., length=..., flags=8)"
+_VERIFY_DATA = re.compile(
+    r"(?P<method>[\w-]+): verify failed at file (?P<file>.+?) offset (?P<offset>\d+), length (?P<length>\d+) "
+    r"\(requested block: offset=(?P<block>\d+), length=(?P<block_len>\d+)")
+_VERIFY_CRC = re.compile(r"(?P<which>Expected|Received) CRC: (?P<value>[0-9a-fA-F]+)")
+_HEADER_FIELDS = {"magic header": "magic", "header length": "length", "header rand_seed": "rand_seed",
+                  "header offset": "offset", "header numberio": "numberio", "header crc": "header crc"}
+
+
+@dataclass(frozen=True)
+class VerifyMismatch:
+    """One block fio's verify found wrong: where, and which header field or checksum disagreed.
+
+    ``field``: magic / length / rand_seed / offset / numberio / header crc (the verify header), or
+    ``data`` (the block's checksum, ``method`` names it: crc32c, md5...). ``found`` and ``expected`` as
+    fio printed them (hex for magic and checksums, decimal for offsets and lengths)."""
+
+    file: str
+    offset: int            # byte offset of the bad verify interval
+    length: int
+    block_offset: int      # the I/O that read it
+    block_length: int
+    field: str
+    found: str
+    expected: str
+    method: str = ""
+
+    def text(self) -> str:
+        what = "checksum" if self.field == "data" else f"header {self.field}"
+        return (f"data mismatch at offset {self.offset} of {self.file} ({self.length} B): {what} found "
+                f"{self.found or '?'}, expected {self.expected or '?'}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse_fio_verify_errors(stderr: str) -> list[VerifyMismatch]:
+    """Every verify failure fio printed on stderr, in order (``Expected/Received CRC`` lines join the
+    data failure above them). Lines of other kinds are ignored."""
+    out: list[VerifyMismatch] = []
+    pending: dict | None = None
+
+    def flush():
+        nonlocal pending
+        if pending is not None:
+            out.append(VerifyMismatch(**pending))
+            pending = None
+
+    for line in (stderr or "").splitlines():
+        if "verify" not in line and " CRC: " not in line:
+            continue
+        start = line.find("verify: bad ")
+        header = _VERIFY_HEADER.match(line, start) if start >= 0 else None
+        if header:
+            flush()
+            g = header.groupdict()
+            out.append(VerifyMismatch(g["file"], int(g["offset"]), int(g["length"]), int(g["block"]),
+                                      int(g["block_len"]), _HEADER_FIELDS[g["field"]], g["found"], g["expected"]))
+            continue
+        data = _VERIFY_DATA.search(line) if ": verify failed at file " in line else None
+        if data and not line.lstrip().startswith("trim:"):
+            flush()
+            g = data.groupdict()
+            pending = {"file": g["file"], "offset": int(g["offset"]), "length": int(g["length"]),
+                       "block_offset": int(g["block"]), "block_length": int(g["block_len"]), "field": "data",
+                       "found": "", "expected": "", "method": g["method"]}
+            continue
+        crc = _VERIFY_CRC.search(line)
+        if crc and pending is not None:
+            pending["expected" if crc.group("which") == "Expected" else "found"] = crc.group("value").lower()
+    flush()
+    return out

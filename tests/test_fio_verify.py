@@ -1,0 +1,36 @@
+"""fio's verify failures parsed from real stderr (fio 3.33: verify.c verify_header / log_verify_failure)."""
+
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from fxprobe.tools.fio import parse_fio_verify_errors
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fio-verify"
+
+
+def test_header_and_checksum_failures_from_a_real_run():
+    # captured: a 16 MiB file laid out with verify=crc32c, then one block zeroed, one block copied
+    # from 4 MiB to 2400 KiB (misplaced), two bytes changed in a third; read back with verify
+    found = parse_fio_verify_errors((FIXTURES / "file-read-3.33.stderr").read_text())
+    assert [(m.field, m.offset, m.found, m.expected) for m in found] == [
+        ("magic", 1048576, "0", "acca"),
+        ("offset", 2457600, "4194304", "2457600"),
+        ("data", 3276800, "a201efd7", "3a87b663"),
+    ]
+    assert found[2].method == "crc32c" and found[0].file == "g.img" and found[0].length == 4096
+    assert found[1].text() == ("data mismatch at offset 2457600 of g.img (4096 B): header offset found 4194304, "
+                               "expected 2457600")
+
+
+def test_other_lines_are_ignored():
+    text = ("fio: io_u error on file /dev/nvme1n1: Input/output error: read offset=4096, buflen=4096\n"
+            "trim: verify failed at file f offset 0, length 4096, block offset 12\n")
+    assert parse_fio_verify_errors(text) == []
+    assert parse_fio_verify_errors("") == []
+
+
+@given(st.text(max_size=400))
+def test_any_text_parses_without_raising(text):
+    for mismatch in parse_fio_verify_errors(text):
+        assert mismatch.offset >= 0
