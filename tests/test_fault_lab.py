@@ -170,14 +170,15 @@ def test_link_down_single_path_is_visible(lab, tmp_path):
     assert len(controllers_of(lab, "host1", lab.main_export.nqn)) == 2   # second path back
 
 
-def test_link_flap_for_a_minute_gives_verdict_and_timeline(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 60,
+def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
+    # 5 flap periods (the shipped scenario flaps for a minute; the suite's half-minute shows the same)
+    scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 30,
                                                             "recover_s": 6})
     code, result = run_fault(lab, tmp_path, scenario)
     assert result["verdict"] in ("visible", "invisible")
     assert code == (0 if result["verdict"] == "invisible" else 1)
     downs = [f for f in result["flaps"] if not f["up"]]
-    assert len(downs) >= 8 and result["flaps"][-1]["up"]
+    assert len(downs) >= 4 and result["flaps"][-1]["up"]
     assert result["timeline"]["samples"] >= 4 and result["timeline"]["changes"]   # sampled through the run
     cuts = [e for e in result["timeline"]["events"] if e["source"] == "netlink" and e.get("operstate") == "DOWN"]
     print(f"\nlink-flap: verdict {result['verdict']}, stall {result['impact']['longest_stall_s']} s, "

@@ -583,13 +583,14 @@ class Lab:
 
     def _set_link(self, n: int, host: str, up: bool) -> dict:
         link = self.link(n, host)
-        with self.qmp(link.host) as qmp:
+        with self.qmp(link.host) as qmp, self.qmp(link.array) as array_qmp:
+            requested = utc_stamp()      # the link changes from the first set_link on: "at" is its instant
             qmp.command("set_link", name=f"nic-{link.host_nic}", up=up)
-        with self.qmp(link.array) as qmp:
-            qmp.command("set_link", name=f"nic-{link.array_nic}", up=up)
-        link.up, link.changed = up, utc_stamp()
+            array_qmp.command("set_link", name=f"nic-{link.array_nic}", up=up)
+            done = utc_stamp()
+        link.up, link.changed = up, requested
         self.save()
-        return {"host": link.host, "n": link.n, "up": up, "at": link.changed}
+        return {"host": link.host, "n": link.n, "up": up, "at": requested, "done": done}
 
     def link_down(self, n: int, host: str = "host1") -> dict:
         """Cut data link ``n`` of ``host`` at both ends (QMP set_link up=false)."""
