@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 from fxprobe.report import plots
@@ -183,3 +184,15 @@ def test_a_long_command_line_wraps_with_backslashes_and_options_keep_their_value
     assert all(len(line) <= 60 for line in text.splitlines())
     assert "    --evidence /srv/runs/2026/steps/01-step \\" in text.splitlines()
     assert shlex.split(text.replace("\\\n", " ")) == argv         # the same command, pasted into a shell
+
+
+def test_soak_view_of_a_real_lab_soak_joins_each_interruption_with_its_end():
+    """soak.jsonl as `fxprobe soak` wrote it in the lab (10 min, one data link cut for 30 s): the
+    interruption's end comes in its own 'interruption-end' record, and the plot spans it."""
+    from fxprobe.report.soakview import read_records
+    view = soak_view(read_records(Path(__file__).parent / "fixtures" / "soak" / "lab-10min-link-cut.jsonl"))
+    (lost,) = view.interruptions
+    assert lost.kind == "path-lost" and lost.seconds == 39.956
+    assert abs((lost.end_h - lost.start_h) * 3600 - 39.956) < 1e-3
+    assert 0.07 < lost.start_h < 0.09 and abs(view.planned_h - 600 / 3600) < 1e-9
+    assert plots.soak(view).startswith(b"\x89PNG")

@@ -119,13 +119,16 @@ def soak_view(records: list[dict]) -> SoakView | None:
     start = next((r for r in records if r["type"] == "start" and _number(r, "ts") is not None), None)
     origin = spans[0].start               # the load's start (its first segment), after the untimed layout
     edges, mean, minimum, width = _buckets(spans, origin)
+    ends = {r.get("id"): r for r in records if r["type"] == "interruption-end" and r.get("id") is not None}
     breaks = []
     for r in records:
         if r["type"] == "interruption" and _number(r, "start_ts") is not None:
+            closed = ends.get(r.get("id"), {}) if r.get("id") is not None else {}
             begin = _number(r, "start_ts")
-            end = _number(r, "end_ts") or begin
+            end = _number(r, "end_ts") or _number(closed, "end_ts") or begin
+            seconds = _number(r, "seconds") if _number(r, "seconds") is not None else _number(closed, "seconds")
             breaks.append(Interruption((begin - origin) / 3600, (end - origin) / 3600, str(r.get("kind") or "?"),
-                                       _number(r, "seconds"), str(r.get("detail") or "")))
+                                       seconds, str(r.get("detail") or "")))
     planned = _number(start, "planned_s") if start else None
     return SoakView(tuple(edges), tuple(mean), tuple(minimum), width, (spans[-1].end - origin) / 3600,
                     planned / 3600 if planned else None, tuple(breaks), str((start or {}).get("profile") or ""))
