@@ -196,3 +196,18 @@ def test_soak_view_of_a_real_lab_soak_joins_each_interruption_with_its_end():
     assert abs((lost.end_h - lost.start_h) * 3600 - 39.956) < 1e-3
     assert 0.07 < lost.start_h < 0.09 and abs(view.planned_h - 600 / 3600) < 1e-9
     assert plots.soak(view).startswith(b"\x89PNG")
+
+
+def test_the_same_warning_on_many_drives_is_one_line_naming_them_in_slot_order():
+    from fxprobe.report.machines import warning_lines
+    why, fix = "a volatile write cache makes write results depend on flushes", \
+        "record it in the report, or: echo 'write through' > /sys/block/{}/queue/write_cache"
+    warnings = [{"knob": "write_cache", "observed": f"{d}: write back", "why": why, "fix": fix.format(d)}
+                for d in ("nvme10n1", "nvme2n1", "md127", "nvme1n1")]
+    warnings.append({"knob": "governor", "observed": "powersave", "why": "clock changes", "fix": "cpupower"})
+    warnings.append({"knob": "write_cache", "observed": "nvme5n1: write through?", "why": why, "fix": fix.format("x")})
+    lines = warning_lines(warnings)
+    assert lines[0] == ("write_cache: write back on 4 devices (md127, nvme1n1, nvme2n1, nvme10n1) - " + why
+                        + "; fix: " + fix.format("<device>"))
+    assert lines[1] == "governor: powersave - clock changes; fix: cpupower"
+    assert lines[2].startswith("write_cache: nvme5n1: write through? - ") and len(lines) == 3

@@ -8,6 +8,7 @@ environment.json is itself a risk, named.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from fxprobe.core.rundir import ENVIRONMENT
@@ -87,9 +88,33 @@ def machines(runs: list[RunView]) -> tuple[list[Machine], list[str]]:
     out = []
     for (hostname, _, _), (env, members) in found.items():
         risks = tuple(f"{m.get('item')}: {m.get('reason')}" for m in env.get("missing") or [] if isinstance(m, dict))
-        warnings = tuple(f"{w.get('knob')}: {w.get('observed')} - {w.get('why')}; fix: {w.get('fix')}"
-                         for w in env.get("warnings") or [] if isinstance(w, dict))
+        warnings = warning_lines([w for w in env.get("warnings") or [] if isinstance(w, dict)])
         out.append(Machine(str(hostname or "unnamed machine"), tuple(r.name for r in members),
                            tuple(describe(env["items"])), risks, warnings, Link(f"{members[0].name}/{ENVIRONMENT}",
                                                                                   href(members[0], ENVIRONMENT))))
     return out, without
+
+
+def warning_lines(warnings: list[dict]) -> tuple[str, ...]:
+    """One line per biasing knob and observed value: the same warning on 25 drives is one line that
+    names the drives in slot order (``nvme2`` before ``nvme10``), with the fix written for any of them."""
+    groups: dict[tuple, list[str]] = {}
+    for w in warnings:
+        device, sep, value = str(w.get("observed")).partition(": ")
+        if not sep:
+            device, value = "", device
+        groups.setdefault((w.get("knob"), value, w.get("why"), w.get("fix") if not device else None), []).append(
+            (device, str(w.get("fix"))))
+    lines = []
+    for (knob, value, why, fix), members in groups.items():
+        devices = sorted({d for d, _ in members if d}, key=natural_key)
+        if len(devices) <= 1:
+            lines += [f"{knob}: {d + ': ' if d else ''}{value} - {why}; fix: {f}" for d, f in members]
+            continue
+        generic = members[0][1].replace(members[0][0], "<device>")
+        lines.append(f"{knob}: {value} on {len(devices)} devices ({', '.join(devices)}) - {why}; fix: {generic}")
+    return tuple(lines)
+
+
+def natural_key(name: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
