@@ -191,7 +191,8 @@ def fxprobe(tmp_path, *args, env=None):
 
 def test_cli_dry_run_is_the_default_off_a_lab_and_prints_the_plan(tmp_path, veth):
     scenario = tmp_path / "cut.toml"
-    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n')
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n'
+                        'verify = "off"\nno_verify_reason = "plan only"\n')   # a verified load writes its layout
     done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario))
     assert done.returncode == 3, done.stderr
     result = json.loads(done.stdout)
@@ -204,7 +205,8 @@ def test_cli_dry_run_is_the_default_off_a_lab_and_prints_the_plan(tmp_path, veth
 
 def test_cli_device_not_on_the_allow_list_is_refused(tmp_path, veth):
     scenario = tmp_path / "cut.toml"
-    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n')
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n'
+                        'verify = "off"\nno_verify_reason = "plan only"\n')
     done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow-serial", "SOMETHING-ELSE")
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
@@ -215,7 +217,7 @@ def test_cli_device_not_on_the_allow_list_is_refused(tmp_path, veth):
 def test_cli_fault_the_environment_cannot_do_is_exit_3_one_line(tmp_path):
     scenario = tmp_path / "port.toml"
     scenario.write_text('[fault]\nkind = "port-disable"\nport = 1\nnqn = "nqn.2026-12.io.x:y"\n'
-                        '[load]\ntarget = "/dev/null"\n')
+                        '[load]\ntarget = "/dev/null"\nverify = "off"\nno_verify_reason = "plan only"\n')
     done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow-serial", "nvmet-port:1")
     assert done.returncode == 3
     lines = done.stderr.strip().splitlines()
@@ -254,12 +256,16 @@ def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, vet
     scenario = tmp_path / "veth-cut.toml"
     scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n'
                         f'[timing]\nsteady_s = 4\nsettle_s = 1\nfault_s = 3\nrecover_s = 2\n'
-                        f'[load]\ntarget = "{loop_device}"\nlog_msec = 500\n'
+                        f'[load]\ntarget = "{loop_device}"\nlog_msec = 500\nregion = "16M"\n'
                         f'[criteria]\nmax_p99_ratio = 1000.0\nmin_throughput_pct = 20.0\n')
-    done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario), "--yes", "--allow-serial", veth)
+    # the verify layout writes the loop device: it must be allowed as a write target
+    done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario), "--yes", "--allow-serial", veth,
+                   "--allow-serial", f"loop:{tmp_path / 'disk.img'}")
     assert done.returncode in (0, 1), done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert result["mode"] == "host" and result["impact"]["errors"] == 0
+    assert result["verify"]["mismatches"] == 0 and result["verify"]["bytes_verified"] > 16 << 20   # passes
+    assert result["impact"]["resolution_ms"] == 1                       # stall from per-I/O completions
     assert result["verdict"] == "invisible", result["criteria"]
     assert Path(result["png"]).exists()
     assert result["restore_log"] == [f"{veth} up"]

@@ -155,8 +155,11 @@ def test_a_fault_dry_run_shows_the_refusal_of_a_writing_load(tmp_path, target):
     assert f"refusing to write to {target}: " in err and err.strip().count("\n") == 0
     results = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     assert results["outcome"] == "error" and "refusing to write" in results["reason"]
-    scenario.write_text(scenario.read_text().replace("randwrite", "randread"))   # a read load is not refused
-    assert cli(tmp_path, "fault", "run", str(scenario), "--dry-run")[0] == 3
+    scenario.write_text(scenario.read_text().replace("randwrite", "randread"))   # a verified read load writes
+    assert cli(tmp_path, "fault", "run", str(scenario), "--dry-run")[0] == 2       # its layout: refused too
+    scenario.write_text(scenario.read_text() + 'verify = "off"\nno_verify_reason = "read only"\n')
+    code, out, _ = cli(tmp_path, "fault", "run", str(scenario), "--dry-run")
+    assert code == 3 and "data NOT verified: read only" in out                  # unverified: not refused, said so
 
 
 # --------------------------------------------------------------------------- internal errors (exit 4)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, plot, timeline
+from fxprobe.faults import verify as verify_mod
 from fxprobe.faults.completions import Completions
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.live import LoadWatch
@@ -82,14 +83,16 @@ def load_argv(scenario: Scenario, device: str, log_dir: str, output: str = "json
     load = scenario.load
     runtime = int(round(scenario.total_s + 2))
     prefix = f"{log_dir}/load"
-    return ["fio", "--name=fault-load", f"--filename={device}", f"--rw={load['rw']}", f"--bs={load['bs']}",
+    filename = verify_mod.load_filename(verify_mod.plan_for(load), device)
+    return ["fio", "--name=fault-load", f"--filename={filename}", f"--rw={load['rw']}", f"--bs={load['bs']}",
             f"--iodepth={load['iodepth']}", f"--numjobs={load['numjobs']}", "--ioengine=libaio", "--direct=1",
             "--time_based", f"--runtime={runtime}",
             # one line per successful completion (epoch ms): exact stalls and counts (faults.completions)
             f"--write_lat_log={prefix}", "--log_avg_msec=0", "--disable_lat=1", "--disable_slat=1",
             f"--write_hist_log={prefix}", f"--log_hist_msec={load['log_msec']}", "--log_unix_epoch=1",
             "--continue_on_error=all",
-            f"--output-format={output}", "--status-interval=1", "--eta=never"]
+            f"--output-format={output}", "--status-interval=1", "--eta=never",
+            *verify_mod.load_flags(verify_mod.plan_for(load))]
 
 
 def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
@@ -118,6 +121,8 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     t = scenario.timing
     lines.append(f"load: fio {scenario.load['rw']} bs={scenario.load['bs']} iodepth={scenario.load['iodepth']} "
                  f"for {scenario.total_s + 2:g} s, logs every {scenario.load['log_msec']} ms")
+    vplan = verify_mod.plan_for(scenario.load)
+    lines += vplan.lines(scenario.load["target"] or f"export {scenario.lab['export']}")
     lines.append(f"at +{t['steady_s']:g} s inject {scenario.kind} via {method.via} on {method.target}; "
                  f"restore at +{t['steady_s'] + t['fault_s']:g} s; keep loading {t['recover_s']:g} s")
     lines += [f"  {line}" for line in method.plan()]
@@ -125,7 +130,9 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     if lab is None:
         if not options.yes and not options.dry_run:
             options.dry_run = True
-        load_check = check_load_target(scenario.load["target"], scenario.load["rw"], allow=options.allow)
+        # the verify layout writes the region: checked as a write load
+        load_check = check_load_target(scenario.load["target"], "write" if vplan.enabled else scenario.load["rw"],
+                                       allow=options.allow)
         lines += load_check.lines() if load_check else []
         if not options.dry_run and load_check:
             load_check.require_safe()
@@ -210,8 +217,14 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                 background.append(loops[name])
         else:
             sampler = timeline.Sampler(timeline.local_snapshot(scenario.fault.get("nqn")), options.sample_s).start()
+        vplan = verify_mod.plan_for(scenario.load)
+        if vplan.enabled:
+            say(f"layout: {vplan.region_bytes / 2**20:g} MiB of {device} with verify={vplan.method} headers")
+            laid = runner.run(verify_mod.layout_argv(vplan, device), timeout=1800, host=host, label="fio-layout")
+            if not laid.ok:
+                raise ToolError(laid.failure("fio layout"))
         argv = load_argv(scenario, device, log_dir, "json+" if watch.status.active else "json")   # json+: live p99
-        say(f"load: {shlex.join(argv)}")
+        say(f"load: {shlex.join(argv).replace(':'.join([device] * verify_mod.PASSES), f'{device}:... ({verify_mod.PASSES} x)')}")
         fio = runner.start(["sh", "-c", 'date +%s.%N; exec "$@"', "fxprobe-load", *argv], host=host, label="fio-load")
         background.append(fio)
         watch = LoadWatch(options.status, fio, scenario.total_s + 2, env.load_host if lab is not None else "local").start()
@@ -245,6 +258,15 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         for bg in background:
             bg.stop(timeout=5)
         fio_out, fio_err = fio.output()
+        passes = [verify_mod.make_pass("load", analysis.last_json(fio_out), fio_err)] if vplan.enabled else []
+        if vplan.enabled and vplan.writes:   # the load wrote: read the whole region back after the restore
+            back = runner.run(verify_mod.readback_argv(vplan, device), timeout=1800, host=host, label="fio-readback")
+            passes.append(verify_mod.make_pass("read-back after restore", analysis.last_json(back.stdout),
+                                               back.stderr))
+        verified = verify_mod.VerifyResult(vplan, tuple(passes))
+        early = verify_mod.ended_early(vplan, analysis.load_runtime_ms(fio_out), scenario.total_s + 2)
+        if early:
+            raise ToolError(early, hint=f"see {run.raw}")
         logs = _fetch_logs(runner, host, log_dir, run)
         runner.run(["rm", "-rf", log_dir], timeout=30, host=host, label="logdir-rm")
         events = []
@@ -291,7 +313,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                               load_start_ms=load_start_ms, settle_s=scenario.timing["settle_s"],
                               inject_ms=to_node_ms(inject_t), restore_ms=to_node_ms(restore_t),
                               min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done)
-    criteria = analysis.criteria(impact, scenario.criteria)
+    criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(verified)]
     word = analysis.verdict_word(criteria)
     failed = [c.name for c in criteria if c.outcome == Outcome.FAIL]
     link_advice = None
@@ -311,7 +333,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         "dry_run": False, "scenario": scenario.to_dict(), "mode": "lab" if lab is not None else "host",
         "lab": lab.name if lab is not None else None, "plan": plan.to_dict(), "prepared": prep_lines,
         "verdict": word, "failed_criteria": failed, "criteria": [c.to_dict() for c in criteria],
-        "impact": impact.to_dict(), "clock": {"offset_s": offset, "uncertainty_s": offset_err},
+        "impact": impact.to_dict(), "verify": verified.to_dict(), "clock": {"offset_s": offset, "uncertainty_s": offset_err},
         "instants": {"load_start_ms": load_start_ms, "inject_requested_ms": to_node_ms(inject_requested_t),
                      "inject_ms": impact.inject_ms, "restore_ms": impact.restore_ms,
                      "first_affected_ms": impact.first_affected_ms,

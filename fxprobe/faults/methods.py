@@ -693,6 +693,9 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
     """Undo one journaled fault; returns what was done. Safe to call when it is already undone."""
     runner = runner or (env.runner if env else Runner())
     method = record.get("method")
+    if method == "lab-corrupt":
+        return (f"lab {record['lab']}: {record['length']} B of {record['device']} at {record['offset']} stay "
+                "overwritten (no undo: the next layout rewrites them)")
     if method in ("lab-drive", "lab-link", "lab-paths", "lab-remove-export", "lab-iopolicy"):
         from fxprobe.lab.vm import Lab
         lab = env.lab if env is not None and env.lab is not None and env.lab.name == record["lab"] \
@@ -756,3 +759,8 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         at = wait_udev_event("add" if record.get("kind") == "drive-pull" else "change", record["target"], 300)
         return f"{record['target']} is back (udev add at {at:.3f})"
     raise BadInput(f"restore journal: unknown method {method!r}", hint="undo the fault by hand")
+
+
+from fxprobe.faults.corrupt import LabCorrupt  # noqa: E402  (a Method subclass: after Method is defined)
+
+LAB_METHODS[("corrupt", "dd")] = LabCorrupt

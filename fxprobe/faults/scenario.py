@@ -29,13 +29,17 @@ KINDS: dict[str, tuple[str, ...]] = {
     "path-loss": ("nvme-disconnect",),
     "port-disable": ("configfs",),
     "namespace-disable": ("configfs",),
+    "corrupt": ("dd",),
 }
 RW = ("randread", "read", "randwrite", "write", "randrw", "rw")
 
-FaultKind = Literal["drive-pull", "link-down", "link-flap", "path-loss", "port-disable", "namespace-disable"]
-Via = Literal["auto", "qmp", "sysfs", "md", "nullblk", "manual", "netlink", "nvme-disconnect", "configfs", "command"]
+FaultKind = Literal["drive-pull", "link-down", "link-flap", "path-loss", "port-disable", "namespace-disable",
+                    "corrupt"]
+Via = Literal["auto", "qmp", "sysfs", "md", "nullblk", "manual", "netlink", "nvme-disconnect", "configfs", "command",
+              "dd"]
 Rw = Literal["randread", "read", "randwrite", "write", "randrw", "rw"]
 IoPolicy = Literal["", "numa", "round-robin", "queue-depth"]
+VerifyMethod = Literal["crc32c", "crc32c-intel", "md5", "sha256", "sha512", "xxhash", "off"]
 MAX_SPAN_S = 3600 * 72
 Span = Annotated[float, Field(ge=0, le=MAX_SPAN_S)]
 Text = Annotated[str | None, Field(min_length=1)]
@@ -47,7 +51,7 @@ def _help(text: str, **constraints: Any) -> Any:
 
 class FaultTable(InputModel):
     kind: FaultKind = _help("what breaks: " + ", ".join(KINDS))
-    via: Via = _help("how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs, command "
+    via: Via = _help("how: auto, qmp, sysfs, md, nullblk, manual, netlink, nvme-disconnect, configfs, dd, command "
                      "(a target-control executable: docs/target-control.md)", default="auto")
     command: list[NonEmptyStr] | None = _help("via command: the target-control executable and its first arguments; "
                                               "fxprobe appends drive-pull SLOT|SERIAL, drive-restore, port-down PORT, "
@@ -66,6 +70,10 @@ class FaultTable(InputModel):
     port: NonNegativeInt | None = _help("nvmet port id (port-disable)", default=None)
     nsid: PositiveInt | None = _help("namespace id (namespace-disable)", default=None)
     period_s: PositiveFloat = _help("link-flap: one down+up cycle (half down, half up)", default=4.0)
+    array_offset: SizeAsWritten | None = _help("corrupt: where in the export (raid0) the overwritten range starts; "
+                                               "it is written on the member drive that holds it, below md",
+                                               default=None)
+    length: SizeAsWritten = _help("corrupt: bytes overwritten with zeros (within one chunk)", default="256k")
 
     @field_validator("via")
     @classmethod
@@ -100,6 +108,19 @@ class LoadTable(InputModel):
     log_msec: PositiveInt = _help("fio log_avg_msec / log_hist_msec: the timeline resolution", default=500)
     host: NonEmptyStr = _help("lab guest that runs the load", default="host1")
     target: str = _help("block device the load reads (Linux host runs; the lab uses its export)", default="")
+    region: SizeAsWritten = _help("the part of the device (from offset 0) the layout writes with verify headers and "
+                                  "the load covers", default="64M")
+    verify: VerifyMethod = _help("fio verify checksum of the layout and the load (off: only with no_verify_reason)",
+                                 default="crc32c")
+    no_verify_reason: str = _help("why the data is not verified (required with verify = \"off\"; printed)",
+                                  default="")
+
+    @field_validator("no_verify_reason")
+    @classmethod
+    def _reason_to_opt_out(cls, reason: str, info: ValidationInfo) -> str:
+        if info.data.get("verify") == "off" and not reason.strip():
+            raise ValueError('required with verify = "off": say why this run does not verify its data')
+        return reason
 
 
 class CriteriaTable(InputModel):

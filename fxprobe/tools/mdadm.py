@@ -125,3 +125,42 @@ def add_back(runner: Runner, device: str, member: str, host: Host = LOCAL) -> Co
         result = runner.run(["mdadm", device, "--add", member], timeout=60, host=host,
                             check=True, what=f"adding {member} back to {device}")
     return result
+
+
+# -- md geometry from sysfs (/sys/block/mdX/md: level, chunk_size, dev-*/slot, dev-*/offset) ---------------
+MD_GEOMETRY_SCRIPT = r'''d=/sys/block/{name}/md; echo "level $(cat $d/level)"; echo "chunk $(cat $d/chunk_size)"
+for m in $d/dev-*; do [ -e "$m/slot" ] && echo "member ${{m##*/dev-}} $(cat $m/slot) $(cat $m/offset)"; done; true'''
+
+
+@dataclass(frozen=True)
+class MdGeometry:
+    level: str
+    chunk_bytes: int
+    members: tuple[tuple[int, str, int], ...]     # (slot in the array, device, data offset in bytes), by slot
+
+    def raid0_member_offset(self, array_offset: int) -> tuple[str, int]:
+        """(member device, byte offset in it) holding ``array_offset`` of a raid0 of equal members."""
+        if self.level != "raid0":
+            raise ValueError(f"the member of an array offset is computed for raid0 only (this is {self.level})")
+        if not self.members or self.chunk_bytes <= 0:
+            raise ValueError("no members or no chunk size")
+        chunk, within = divmod(array_offset, self.chunk_bytes)
+        stripe, index = divmod(chunk, len(self.members))
+        _, device, data_offset = self.members[index]
+        return device, data_offset + stripe * self.chunk_bytes + within
+
+
+def parse_md_geometry(text: str, source: str = "md sysfs") -> MdGeometry:
+    """From MD_GEOMETRY_SCRIPT's output; members without a slot number (spares, 'none') are left out."""
+    level, chunk, members = "", 0, []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "level":
+            level = fields[1]
+        elif len(fields) == 2 and fields[0] == "chunk" and fields[1].isdigit():
+            chunk = int(fields[1])
+        elif len(fields) == 4 and fields[0] == "member" and fields[2].isdigit() and fields[3].isdigit():
+            members.append((int(fields[2]), fields[1], int(fields[3]) * 512))
+    if not level:
+        raise ParseError(source, "level", "no md level")
+    return MdGeometry(level, chunk, tuple(sorted(members)))

@@ -1,0 +1,78 @@
+"""Planted data corruption (lab): zeros written over a range of one member drive, below md, while the
+load runs. The twin that shows the data check is real: on a non-redundant (raid0) export md hands the
+zeros back to the reader, and a verifying load must say "data mismatch at offset ..."; the same
+overwrite outside the load's region must stay invisible.
+
+The array offset is mapped to (member, offset) from md's own sysfs (chunk size, slot and data offset
+of each member). There is no undo: the overwritten range stays overwritten until the next layout.
+"""
+
+from __future__ import annotations
+
+from fxprobe.core.errors import BadInput, ToolError
+from fxprobe.core.schema import size_bytes
+from fxprobe.faults.methods import Method
+from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
+
+
+class LabCorrupt(Method):
+    kind, via = "corrupt", "dd"
+    _where: tuple[str, int] | None = None
+
+    @property
+    def array_offset(self) -> int:
+        if self.fault.get("array_offset") is None:
+            raise BadInput("fault.array_offset is required for corrupt (where in the export to overwrite)")
+        return int(size_bytes(self.fault["array_offset"])) if not isinstance(self.fault["array_offset"], int) \
+            else int(self.fault["array_offset"])
+
+    @property
+    def length(self) -> int:
+        return size_bytes(self.fault["length"])
+
+    @property
+    def target(self) -> str:
+        return f"{self.length} B at offset {self.array_offset} of the {self.env.export} export"
+
+    def _backing(self) -> str:
+        lab = self.env.lab
+        export = lab.main_export if self.env.export == "main" else lab.state.export_named(self.env.export)
+        if export is None:
+            raise ToolError(f"lab {lab.name} has no {self.env.export} export")
+        return export.backing
+
+    def where(self) -> tuple[str, int]:
+        """(member device, byte offset) of the array offset, from md's sysfs in the array guest."""
+        if self._where is None:
+            name = self._backing().rsplit("/", 1)[-1]
+            result = self.env.lab.exec("array", ["sh", "-c", MD_GEOMETRY_SCRIPT.format(name=name)], timeout=60,
+                                       check=True, label="md-geometry")
+            geometry = parse_md_geometry(result.stdout, f"/sys/block/{name}/md")
+            try:
+                self._where = geometry.raid0_member_offset(self.array_offset)
+            except ValueError as exc:
+                raise BadInput(f"fault corrupt: {exc}") from None
+            if self.array_offset % self.length or self.array_offset % 4096 or self.length % 4096:
+                raise BadInput("fault corrupt: array_offset and length must be multiples of 4 KiB, "
+                               "the offset a multiple of the length")
+            if self.array_offset % geometry.chunk_bytes + self.length > geometry.chunk_bytes:
+                raise BadInput(f"fault corrupt: the range crosses a chunk ({geometry.chunk_bytes} B): "
+                               "it would touch two members")
+        return self._where
+
+    def plan(self) -> list[str]:
+        return [f"dd zeros over {self.length} B at offset {self.array_offset} of the {self.env.export} export, "
+                "written on the member drive that holds it (below md) in the array guest",
+                "restore: none (the range stays overwritten until the next layout)"]
+
+    def restore_record(self) -> dict:
+        device, offset = self.where()
+        return {"method": "lab-corrupt", "lab": self.env.lab.name, "device": f"/dev/{device}", "offset": offset,
+                "length": self.length, "array_offset": self.array_offset}
+
+    def inject(self) -> None:
+        device, offset = self.where()
+        self.env.lab.exec("array", ["dd", "if=/dev/zero", f"of=/dev/{device}", "bs=4096", f"seek={offset // 4096}",
+                                    f"count={self.length // 4096}", "oflag=direct", "conv=notrunc", "status=none"],
+                          timeout=60, check=True, label="corrupt")
+        self.env.note(f"overwrote {self.length} B of /dev/{device} at {offset} (export offset {self.array_offset})")

@@ -1,0 +1,149 @@
+"""Verified data and exact stalls in the lab, each checked against the run's own raw evidence.
+
+- the planted corruption twin: zeros written below md on a member of a raid0 export while a verifying
+  read load runs -> VISIBLE naming the offset; the same overwrite outside the load's region -> invisible;
+- a link cut: the longest stall reported equals, within 1 ms, the longest gap between successful
+  completions recomputed here from the raw per-I/O log;
+- a raid0 pull: errors counted, and the throughput criterion equals an independent count of the raw
+  log's successful completions.
+
+Each run is short (a small region, a few seconds of load) and restores what it broke.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fxprobe.faults.scenario import SCENARIO_DIR
+
+pytestmark = pytest.mark.lab
+
+SHORT = {"steady_s": 5, "settle_s": 1, "fault_s": 3, "recover_s": 3}
+REGION = "16M"
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+def write_scenario(path: Path, data: dict) -> Path:
+    lines = [f"{k} = {_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines += [f"[{section}]"] + [f"{k} = {_value(v)}" for k, v in table.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def shipped(name: str, **overrides) -> dict:
+    import tomllib
+    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
+    for section, table in overrides.items():
+        data.setdefault(section, {}).update(table)
+    return data
+
+
+def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str) -> tuple[int, dict, Path]:
+    argv = [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", "fault", "run",
+            str(scenario), "--lab", lab.name, *extra]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "journal.json")})
+    lab.reload()
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert done.stdout.strip().startswith("{"), done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
+    assert "twin" not in [e.name for e in lab.state.exports]
+    return done.returncode, result, Path(result["png"]).parent
+
+
+def criterion(result: dict, prefix: str) -> dict:
+    return next(c for c in result["criteria"] if c["name"].startswith(prefix))
+
+
+def corrupt_scenario(tmp_path: Path, array_offset: str) -> Path:
+    return write_scenario(tmp_path / "corrupt.toml", {
+        "description": "zeros below md on a raid0 member while a verifying read load runs",
+        "fault": {"kind": "corrupt", "array_offset": array_offset, "length": "256k"},
+        "timing": SHORT,
+        "load": {"rw": "randread", "bs": "4k", "iodepth": 8, "region": REGION},
+        "lab": {"export": "twin", "twin_level": "raid0", "twin_drives": 2}})
+
+
+def raw_completions(run_dir: Path) -> list[int]:
+    """Every successful completion instant (epoch ms) in the run's raw per-I/O logs, read here by hand."""
+    times = []
+    for path in sorted((run_dir / "raw").glob("*fio-load_clat.*.log")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                times.append(int(line.split(",")[0]))
+    assert times, sorted(p.name for p in (run_dir / "raw").iterdir())
+    return sorted(times)
+
+
+def test_corruption_below_md_in_the_region_read_is_visible_naming_the_offset(lab, tmp_path):
+    code, result, _ = run_fault(lab, tmp_path, corrupt_scenario(tmp_path, "1M"))
+    data = criterion(result, "data verified")
+    print(f"\ncorrupt in region: verdict {result['verdict']}; {data['detail'][:300]}")
+    assert result["verdict"] == "visible" and code == 1
+    assert data["outcome"] == "fail" and data["measured"] >= 1
+    assert "data mismatch at offset 1048576 of /dev/" in data["detail"]   # the first zeroed block
+    assert "header magic found 0, expected acca" in data["detail"]
+    offsets = {m["offset"] for p in result["verify"]["passes"] for m in p["mismatches"]}
+    assert offsets <= set(range(1 << 20, (1 << 20) + 256 * 1024, 4096))   # only the overwritten range
+
+
+def test_the_same_corruption_outside_the_region_read_is_invisible(lab, tmp_path):
+    code, result, _ = run_fault(lab, tmp_path, corrupt_scenario(tmp_path, "64M"))
+    data = criterion(result, "data verified")
+    print(f"\ncorrupt outside the region: verdict {result['verdict']}; {data['detail']}")
+    assert data["outcome"] == "pass" and data["measured"] == 0
+    assert data["detail"].startswith("0 mismatches over ")
+    assert result["verify"]["bytes_verified"] > 16 * 2**20            # more than one pass over the region
+    assert result["verdict"] == "invisible" and code == 0, result["criteria"]
+
+
+def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_path):
+    scenario = write_scenario(tmp_path / "cut.toml", shipped("link-down-single-path", timing=SHORT,
+                                                            load={"region": REGION}))
+    code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    impact = result["impact"]
+    times = raw_completions(run_dir)
+    inject, end = impact["inject_ms"], impact["load_end_ms"]
+    edges = [inject] + [t for t in times if inject < t < end] + [end]
+    gap = max(b - a for a, b in zip(edges, edges[1:]))
+    print(f"\nlink cut, one path: reported stall {impact['longest_stall_s']} s, recomputed {gap / 1000} s, "
+          f"first effect {impact['first_affected_ms'] - inject} ms after the injection")
+    assert abs(impact["longest_stall_s"] * 1000 - gap) <= 1
+    assert impact["resolution_ms"] == 1 and result["verdict"] == "visible" and code == 1
+    assert 0 <= impact["first_affected_ms"] - inject <= 1000 + 1000 * result["clock"]["uncertainty_s"]
+
+
+def test_raid0_pull_counts_errors_and_only_successful_io_as_throughput(lab, tmp_path):
+    scenario = write_scenario(tmp_path / "pull.toml", shipped("drive-pull-raid0", timing=SHORT,
+                                                             load={"region": REGION}))
+    code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    impact = result["impact"]
+    times = raw_completions(run_dir)
+    base_start = result["instants"]["load_start_ms"] + SHORT["settle_s"] * 1000
+    inject, restore = impact["inject_ms"], impact["restore_ms"]
+    before = len([t for t in times if base_start < t <= inject])
+    during = len([t for t in times if inject < t <= restore])
+    pct = 100 * (during / (restore - inject)) / (before / (inject - base_start))
+    print(f"\nraid0 pull: {impact['errors']} errors; throughput {impact['throughput_pct']:.3f} % reported, "
+          f"{pct:.3f} % from the raw log ({during} vs {before} successful I/O)")
+    assert impact["errors"] > 0 and result["verdict"] == "visible" and code == 1
+    assert (impact["window_ios"], impact["baseline_ios"]) == (during, before)
+    assert impact["throughput_pct"] == pytest.approx(pct, rel=1e-9)
