@@ -77,3 +77,20 @@ def test_windows_are_exact_counts():
     assert iops.to_dict() == {T0 + 500: 4.0, T0 + 1000: 4.0}
     assert bw.to_dict() == {T0 + 500: 16.0, T0 + 1000: 16.0}
     assert done.first_issue_ms == T0 + 1
+
+
+def test_errored_io_shows_in_time_from_fio_status_reports():
+    reports = "".join(json.dumps({"timestamp_ms": T0 + i * 1000, "jobs": [{"total_err": e}, {"total_err": 1}]})
+                      for i, e in enumerate([0, 0, 40, 95]))
+    assert analysis.error_series("fio: warning\n" + reports) == [(T0, 1), (T0 + 1000, 1), (T0 + 2000, 41),
+                                                                  (T0 + 3000, 96)]
+
+
+def test_the_timeline_draws_errored_io(tmp_path):
+    from fxprobe.faults import plot
+    done = Completions.from_logs([parse_fio_log(per_io_log(steady(T0, T0 + 10_000, 5)))])
+    iops, _ = done.windows(500)
+    path = plot.plot_timeline(tmp_path / "t.png", title="t", iops=iops, hist=None, start_ms=T0,
+                              inject_ms=T0 + 4000, restore_ms=T0 + 6000,
+                              errors=[(T0 + 4000, 0), (T0 + 5000, 300), (T0 + 6000, 310)])
+    assert path.read_bytes()[:4] == b"\x89PNG"

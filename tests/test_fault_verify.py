@@ -77,3 +77,10 @@ def test_the_load_goes_over_the_region_pass_after_pass_and_a_load_that_ran_out_i
             "--file_service_type=sequential"} <= set(argv)
     assert verify.ended_early(plan, 31_500, 32) is None
     assert "make load.region larger" in verify.ended_early(plan, 12_000, 32)
+
+
+def test_layout_writes_large_blocks_that_end_at_the_region_and_a_ragged_region_is_refused():
+    assert "--bs=4194304" in verify.layout_argv(verify.plan_for(scenario('region = "32M"\n').load), "/dev/x")
+    assert "--bs=65536" in verify.layout_argv(verify.plan_for(scenario('region = "1088k"\n').load), "/dev/x")
+    with pytest.raises(BadInput, match="load.region"):
+        verify.plan_for(scenario('region = "10000"\n').load)

@@ -156,6 +156,17 @@ def fio_errors(fio_json: str | None) -> tuple[int | None, str]:
     return total, first
 
 
+def error_series(fio_json: str | None) -> list[tuple[int, int]]:
+    """(epoch ms, cumulative errored I/O of every job) from each of fio's status reports (--status-interval):
+    errored I/O has no line in the per-I/O log, so this is where it shows in time (1 s resolution)."""
+    out = []
+    for document in json_documents(fio_json or ""):
+        stamp = document.get("timestamp_ms")
+        if isinstance(stamp, int):
+            out.append((stamp, sum(int(job.get("total_err", 0) or 0) for job in document.get("jobs", []))))
+    return out
+
+
 def load_runtime_ms(fio_json: str | None) -> int | None:
     """The longest job runtime (ms) in fio's final JSON."""
     data = last_json(fio_json or "")

@@ -259,11 +259,23 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
             bg.stop(timeout=5)
         fio_out, fio_err = fio.output()
         passes = [verify_mod.make_pass("load", analysis.last_json(fio_out), fio_err)] if vplan.enabled else []
+        verify_problems: list[str] = []
         if vplan.enabled and vplan.writes:   # the load wrote: read the whole region back after the restore
             back = runner.run(verify_mod.readback_argv(vplan, device), timeout=1800, host=host, label="fio-readback")
             passes.append(verify_mod.make_pass("read-back after restore", analysis.last_json(back.stdout),
                                                back.stderr))
-        verified = verify_mod.VerifyResult(vplan, tuple(passes))
+            if lab is not None and isinstance(method, methods.LabDrivePull):   # and once md has resynced
+                waited = labprep.wait_md_idle(lab, verify_mod.RESYNC_WAIT_S)
+                if waited is None:
+                    verify_problems.append(f"md still resyncing after {verify_mod.RESYNC_WAIT_S} s: "
+                                           "no read-back after the resync")
+                else:
+                    say(f"md idle after {waited:.0f} s: reading the region back again")
+                    back = runner.run(verify_mod.readback_argv(vplan, device, "fault-readback-resynced"),
+                                      timeout=1800, host=host, label="fio-readback-resynced")
+                    passes.append(verify_mod.make_pass(f"read-back after md resync ({waited:.0f} s)",
+                                                       analysis.last_json(back.stdout), back.stderr))
+        verified = verify_mod.VerifyResult(vplan, tuple(passes), tuple(verify_problems))
         early = verify_mod.ended_early(vplan, analysis.load_runtime_ms(fio_out), scenario.total_s + 2)
         if early:
             raise ToolError(early, hint=f"see {run.raw}")
@@ -328,12 +340,14 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                              hist=logs["hist"], start_ms=load_start_ms, inject_ms=impact.inject_ms,
                              restore_ms=impact.restore_ms, flaps=[(to_node_ms(t), up) for t, up in flaps],
                              samples=node_samples, events=node_events,
-                             stall=(impact.longest_stall_s or 0, impact.stall_start_ms))
+                             stall=(impact.longest_stall_s or 0, impact.stall_start_ms),
+                             errors=analysis.error_series(fio_out))
     return {
         "dry_run": False, "scenario": scenario.to_dict(), "mode": "lab" if lab is not None else "host",
         "lab": lab.name if lab is not None else None, "plan": plan.to_dict(), "prepared": prep_lines,
         "verdict": word, "failed_criteria": failed, "criteria": [c.to_dict() for c in criteria],
-        "impact": impact.to_dict(), "verify": verified.to_dict(), "clock": {"offset_s": offset, "uncertainty_s": offset_err},
+        "impact": impact.to_dict(), "verify": verified.to_dict(),
+        "errors_timeline": [list(p) for p in analysis.error_series(fio_out)], "clock": {"offset_s": offset, "uncertainty_s": offset_err},
         "instants": {"load_start_ms": load_start_ms, "inject_requested_ms": to_node_ms(inject_requested_t),
                      "inject_ms": impact.inject_ms, "restore_ms": impact.restore_ms,
                      "first_affected_ms": impact.first_affected_ms,

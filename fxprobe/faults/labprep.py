@@ -81,6 +81,18 @@ def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
     return True
 
 
+def wait_md_idle(lab, timeout: float, interval: float = 2.0) -> float | None:
+    """Seconds until no md array of the array guest runs a recovery/resync (None: still busy at the timeout)."""
+    import time
+    started = time.monotonic()
+    while True:
+        if not [m for m in array_view(lab)["md"] if m.get("action")]:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            return None
+        time.sleep(interval)
+
+
 def controllers_of(lab, host: str, nqn: str) -> list[dict]:
     for subsys in host_view(lab, host):
         if subsys["nqn"] == nqn:

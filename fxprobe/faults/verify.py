@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import size_bytes
 from fxprobe.core.verdict import Criterion, Outcome
 from fxprobe.tools.fio import VerifyMismatch, parse_fio_verify_errors
 
 BACKLOG = 256           # verify_backlog of write loads: written blocks verified in batches of this many
 PASSES = 256            # the region listed this many times: passes one after another (see load_flags)
+RESYNC_WAIT_S = 600     # write loads through a drive pull: how long to wait for md's resync before reading back
 SHOWN = 5               # mismatches named in the criterion's detail
 
 
@@ -52,10 +54,13 @@ class VerifyPlan:
 
 
 def plan_for(load: dict) -> VerifyPlan:
-    """From a scenario's [load] table."""
+    """From a scenario's [load] table; BadInput when the region is not a whole number of blocks."""
     writes = load["rw"] not in ("randread", "read")
-    return VerifyPlan(load["verify"], size_bytes(load["region"]), str(load["bs"]), writes,
+    plan = VerifyPlan(load["verify"], size_bytes(load["region"]), str(load["bs"]), writes,
                       load.get("no_verify_reason", ""))
+    if plan.enabled and plan.region_bytes % size_bytes(load["bs"]):
+        raise BadInput(f"load.region: {load['region']} is not a whole number of load.bs ({load['bs']}) blocks")
+    return plan
 
 
 def _common(plan: VerifyPlan, device: str) -> list[str]:
@@ -66,7 +71,9 @@ def _common(plan: VerifyPlan, device: str) -> list[str]:
 
 def layout_argv(plan: VerifyPlan, device: str) -> list[str]:
     """Write the region sequentially with verify headers (no read-back: the load and the pass verify)."""
-    return ["fio", "--name=fault-layout", *_common(plan, device), "--rw=write", "--bs=1M", "--iodepth=4",
+    bs = next(size for size in (4 << 20, 1 << 20, 256 << 10, 64 << 10, 16 << 10, 4 << 10, 512)
+              if plan.region_bytes % size == 0)      # large writes (full md stripes), none past the region
+    return ["fio", "--name=fault-layout", *_common(plan, device), "--rw=write", f"--bs={bs}", "--iodepth=2",
             "--do_verify=0"]
 
 
