@@ -76,3 +76,46 @@ class LabCorrupt(Method):
                                     f"count={self.length // 4096}", "oflag=direct", "conv=notrunc", "status=none"],
                           timeout=60, check=True, label="corrupt")
         self.env.note(f"overwrote {self.length} B of /dev/{device} at {offset} (export offset {self.array_offset})")
+
+
+class HostCorrupt(Method):
+    """On a Linux host: zeros over ``length`` bytes at ``array_offset`` of ``fault.device`` (a member below md,
+    or the load's target itself); the device must be on the allow-list like every host fault target."""
+    kind, via = "corrupt", "dd"
+
+    @property
+    def device(self) -> str:
+        if not self.fault.get("device"):
+            raise BadInput("fault.device is required for corrupt on a Linux host (the block device to overwrite)")
+        return str(self.fault["device"])
+
+    @property
+    def offset(self) -> int:
+        return LabCorrupt.array_offset.fget(self)
+
+    @property
+    def length(self) -> int:
+        return size_bytes(self.fault["length"])
+
+    @property
+    def target(self) -> str:
+        return self.device
+
+    def probe(self) -> str | None:
+        import os
+        return None if os.path.exists(self.device) else f"no device {self.device} here"
+
+    def plan(self) -> list[str]:
+        return [f"dd zeros over {self.length} B at offset {self.offset} of {self.device}",
+                "restore: none (the range stays overwritten until the next layout)"]
+
+    def restore_record(self) -> dict:
+        return {"method": "host-corrupt", "device": self.device, "offset": self.offset, "length": self.length}
+
+    def inject(self) -> None:
+        if self.offset % 4096 or self.length % 4096:
+            raise BadInput("fault corrupt: array_offset and length must be multiples of 4 KiB")
+        self.env.runner.run(["dd", "if=/dev/zero", f"of={self.device}", "bs=4096", f"seek={self.offset // 4096}",
+                             f"count={self.length // 4096}", "oflag=direct", "conv=notrunc", "status=none"],
+                            timeout=60, check=True, label="corrupt")
+        self.env.note(f"overwrote {self.length} B of {self.device} at {self.offset}")

@@ -693,8 +693,9 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
     """Undo one journaled fault; returns what was done. Safe to call when it is already undone."""
     runner = runner or (env.runner if env else Runner())
     method = record.get("method")
-    if method == "lab-corrupt":
-        return (f"lab {record['lab']}: {record['length']} B of {record['device']} at {record['offset']} stay "
+    if method in ("lab-corrupt", "host-corrupt"):
+        where = f"lab {record['lab']}: " if record.get("lab") else ""
+        return (f"{where}{record['length']} B of {record['device']} at {record['offset']} stay "
                 "overwritten (no undo: the next layout rewrites them)")
     if method in ("lab-drive", "lab-link", "lab-paths", "lab-remove-export", "lab-iopolicy"):
         from fxprobe.lab.vm import Lab
@@ -761,6 +762,7 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
     raise BadInput(f"restore journal: unknown method {method!r}", hint="undo the fault by hand")
 
 
-from fxprobe.faults.corrupt import LabCorrupt  # noqa: E402  (a Method subclass: after Method is defined)
+from fxprobe.faults.corrupt import HostCorrupt, LabCorrupt  # noqa: E402  (Method subclasses: after Method)
 
 LAB_METHODS[("corrupt", "dd")] = LabCorrupt
+HOST_METHODS[("corrupt", "dd")] = HostCorrupt

@@ -29,7 +29,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "path-loss": ("nvme-disconnect",),
     "port-disable": ("configfs",),
     "namespace-disable": ("configfs",),
-    "corrupt": ("dd",),
+    "corrupt": ("dd",),          # lab: a raid0 member below md; host: fault.device
 }
 RW = ("randread", "read", "randwrite", "write", "randrw", "rw")
 
@@ -74,6 +74,8 @@ class FaultTable(InputModel):
                                                "it is written on the member drive that holds it, below md",
                                                default=None)
     length: SizeAsWritten = _help("corrupt: bytes overwritten with zeros (within one chunk)", default="256k")
+    device: Text = _help("corrupt on a Linux host: the block device overwritten at array_offset (a member below md, "
+                         "or the load's own target)", default=None)
 
     @field_validator("via")
     @classmethod

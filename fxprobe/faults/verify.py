@@ -167,9 +167,14 @@ def criterion(result: VerifyResult) -> Criterion:
            + (", verify_backlog + read-back after restore" if plan.writes else ", every block read"))
     found = result.mismatches
     if found:
-        shown = "; ".join(m.text() for m in found[:SHOWN])
-        more = f" (+{len(found) - SHOWN} more)" if len(found) > SHOWN else ""
-        detail = f"{shown}{more}; over {gib:.3f} GiB ({how})"
+        first = {}
+        for m in found:                       # the first report of each bad block, lowest offset first
+            first.setdefault((m.file, m.offset), m)
+        blocks = [first[k] for k in sorted(first, key=lambda k: k[1])]
+        shown = "; ".join(m.text() for m in blocks[:SHOWN])
+        span = f"{blocks[0].offset}..{blocks[-1].offset + blocks[-1].length - 1}"
+        detail = (f"{shown}{f' (+{len(blocks) - SHOWN} more blocks)' if len(blocks) > SHOWN else ''}; "
+                  f"{len(found)} bad reads of {len(blocks)} blocks in bytes {span}; over {gib:.3f} GiB ({how})")
     else:
         detail = f"0 mismatches over {gib:.3f} GiB ({how})"
     if result.problems:
