@@ -84,3 +84,46 @@ def test_layout_writes_large_blocks_that_end_at_the_region_and_a_ragged_region_i
     assert "--bs=65536" in verify.layout_argv(verify.plan_for(scenario('region = "1088k"\n').load), "/dev/x")
     with pytest.raises(BadInput, match="load.region"):
         verify.plan_for(scenario('region = "10000"\n').load)
+
+
+def test_raid0_offset_maps_to_the_member_below_md_from_md_sysfs():
+    from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
+    assert "/sys/block/md127/md" in MD_GEOMETRY_SCRIPT.format(name="md127")
+    text = "level raid0\nchunk 524288\nmember nvme21n1 1 2048\nmember nvme20n1 0 2048\nmember nvme22n1 none 0\n"
+    geometry = parse_md_geometry(text)
+    assert [m[1] for m in geometry.members] == ["nvme20n1", "nvme21n1"]     # by slot; a spare left out
+    assert geometry.raid0_member_offset(0) == ("nvme20n1", 1 << 20)          # data offset 2048 sectors
+    assert geometry.raid0_member_offset((1 << 20) + 4096) == ("nvme20n1", (1 << 20) + 512 * 1024 + 4096)
+    assert geometry.raid0_member_offset(3 * 524288) == ("nvme21n1", (1 << 20) + 524288)
+    with pytest.raises(ValueError, match="raid0 only"):
+        parse_md_geometry("level raid6\nchunk 524288\n").raid0_member_offset(0)
+
+
+def test_lab_corrupt_writes_zeros_on_the_member_that_holds_the_export_offset():
+    from types import SimpleNamespace
+    from fxprobe.faults import methods
+    from fxprobe.faults.corrupt import LabCorrupt
+    calls = []
+
+    class FakeLab:
+        name = "vfy"
+        state = SimpleNamespace(export_named=lambda name: SimpleNamespace(backing="/dev/md126") if name == "twin" else None)
+
+        def exec(self, guest, argv, **kwargs):
+            calls.append((guest, argv))
+            out = "level raid0\nchunk 524288\nmember nvme20n1 0 2048\nmember nvme21n1 1 2048\n" if argv[0] == "sh" else ""
+            return SimpleNamespace(stdout=out)
+
+    env = methods.Env(runner=None, lab=FakeLab(), export="twin")
+    method = methods.choose(env, {"kind": "corrupt", "via": "auto", "array_offset": "1M", "length": "256k"})
+    assert isinstance(method, LabCorrupt)
+    record = method.restore_record()
+    assert record == {"method": "lab-corrupt", "lab": "vfy", "device": "/dev/nvme20n1",
+                      "offset": (1 << 20) + 524288, "length": 262144, "array_offset": 1 << 20}
+    method.inject()
+    assert calls[-1] == ("array", ["dd", "if=/dev/zero", "of=/dev/nvme20n1", "bs=4096", f"seek={((1 << 20) + 524288) // 4096}",
+                                   "count=64", "oflag=direct", "conv=notrunc", "status=none"])
+    assert "stay overwritten" in methods.restore_from_record(record, env)
+    crossing = methods.choose(env, {"kind": "corrupt", "via": "dd", "array_offset": "768k", "length": "512k"})
+    with pytest.raises(BadInput, match="multiple of the length|crosses a chunk"):
+        crossing.restore_record()
