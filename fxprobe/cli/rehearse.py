@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from fxprobe.cli.app import App, finish_verdict, pass_app
+from fxprobe.core.errors import BadInput
 from fxprobe.lab.rehearse import Rehearse
 from fxprobe.report.headline import bundle_headlines
-from fxprobe.cli.options import duration
+from fxprobe.cli.options import duration, number
 from fxprobe.cli.statusline import status_for
 
 
@@ -22,15 +23,19 @@ from fxprobe.cli.statusline import status_for
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
               help="The buyer's thresholds (default ./gates.toml if present, else the built-in defaults); the "
                    "same evidence is also judged with the shipped lab-scaled gates-lab.toml.")
+@click.option("--hosts", type=number(int, ge=1, le=8, name="1-8"), default=None,
+              help="Host guests of the lab it boots (G3's nodes sharing the array; default 2); not with --lab.")
 @pass_app
-def rehearse(app: App, lab_name, soak_seconds, key, config_path) -> int:
+def rehearse(app: App, lab_name, soak_seconds, key, config_path, hosts) -> int:
     """Boot the lab, run quick G1 (selftest), G2 (line efficiency), G3 (multi-node read-back) and G4
     (soak, drive pull, link cut), judge the gates and write a signed report."""
+    if hosts and lab_name:
+        raise BadInput("--hosts sizes the lab the rehearsal boots: leave it out with --lab (that lab has its hosts)")
     run = app.new_run("rehearse")
     status = status_for(app, "rehearse", 10.0)
     try:
         result = Rehearse(app.runner(run), run.path, app.progress, key, soak_seconds, lab_name, config_path,
-                          status=status).run()
+                          status=status, hosts=hosts).run()
     finally:
         status.close()
     human = [line for h in bundle_headlines(result.report) for line in h.lines()] if result.report else []

@@ -87,8 +87,9 @@ def _fxprobe(argv: list[str]) -> int:
 class Rehearse:
     def __init__(self, runner: Runner, base: Path, progress: Callable[[str], None], key: Path | None,
                  soak_seconds: int = 60, lab_name: str | None = None, config: Path | None = None,
-                 status: Status | None = None):
+                 status: Status | None = None, hosts: int | None = None):
         self.runner, self.base, self.progress = runner, base, progress
+        self.hosts = hosts or LAB_SPEC["hosts"]      # host guests of a lab the rehearsal boots (G3's nodes)
         self.status = status or Status("rehearse")      # the live line (no sinks: nothing shown)
         self.key, self.soak_seconds, self.reuse = key, soak_seconds, lab_name
         self.config = config          # the buyer's thresholds (None: ./gates.toml, else the built-in defaults)
@@ -147,8 +148,9 @@ class Rehearse:
             self.lab = Lab.load(self.reuse, self.runner)
             return
         self.status.phase("lab: booting", planned_s=PLANNED_STEPS, done_s=0, unit="steps")
-        self.progress("lab: booting an array with 24 drives (raid6) and 2 hosts on 2 links each")
-        self.lab = Lab.up(LabSpec(name=self.result.lab_name, **LAB_SPEC), self.runner, progress=self.progress)
+        self.progress(f"lab: booting an array with 24 drives (raid6) and {self.hosts} hosts on 2 links each")
+        self.lab = Lab.up(LabSpec(name=self.result.lab_name, **{**LAB_SPEC, "hosts": self.hosts}), self.runner,
+                          progress=self.progress)
 
     def g1(self) -> None:
         drives = len(self.lab.state.drives)
