@@ -64,14 +64,18 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, me
             plan.require_allowed()
         return finish(app, run_dir, "fault run", {"dry_run": True, "plan": plan.to_dict(),
                                                          "verdict": None}, human, Outcome.NOT_RUN)
+    from fxprobe.faults.orphans import stop_orphans
+    orphaned = stop_orphans(Journal.default(), runner, app.progress)     # an earlier run's load, left running
     options.status = status_for(app, "fault run", STATUS_INTERVAL_S, metrics)
     try:
         results = engine.execute(plan, run_dir, Journal.default(), options)
     finally:
         options.status.close()
+    results["orphans"] = orphaned
     human = [f"{loaded.name}: {results['verdict'].upper()}"
              + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
     human += ["  " + Criterion.from_dict(c).line() for c in results["criteria"]]
+    human += [f"  before the run: {line}" for line in orphaned]
     impact = results["impact"]
     if impact["recover_s"] is not None:
         human.append(f"  time to recover after restore: {format_number(impact['recover_s'], 's')}")
@@ -92,6 +96,13 @@ def restore(app: App):
     journal = Journal.default()
     entries = journal.entries()
     run_dir = app.new_run("fault restore", folder="fault-restore")
-    done = engine.replay_journal(journal, app.runner(run_dir), app.progress)
-    human = [f"restored: {line}" for line in done] or [f"nothing to restore ({journal.path} has no open entry)"]
-    return finish(app, run_dir, "fault restore", {"entries": entries, "restored": done}, human, Outcome.PASS)
+    failed: list[str] = []
+    done = engine.replay_journal(journal, app.runner(run_dir), app.progress, failed)
+    human = [f"restored: {line}" for line in done] or ([] if failed else
+                                                       [f"nothing to restore ({journal.path} has no open entry)"])
+    human += [f"FAILED: {line}" for line in failed]
+    if failed:
+        human.append(f"still broken, kept in {journal.path}: fix it by hand or rerun fxprobe fault restore")
+    return finish(app, run_dir, "fault restore", {"entries": entries, "restored": done, "failed": failed}, human,
+                  Outcome.ERROR if failed else Outcome.PASS,
+                  reason=f"{len(failed)} restore(s) failed: {failed[0]}" if failed else "")

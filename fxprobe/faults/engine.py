@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
-from fxprobe.faults import analysis, labprep, methods, plot, timeline
+from fxprobe.faults import analysis, labprep, methods, orphans, plot, timeline
 from fxprobe.faults import verify as verify_mod
 from fxprobe.faults.completions import Completions
 from fxprobe.faults.journal import Journal
@@ -182,6 +182,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
     background = []
     sampler = None
     watch = LoadWatch(options.status)
+    fio = load = None
     try:
         prep_lines: list[str] = []
         if lab is not None:
@@ -225,10 +226,13 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                 raise ToolError(laid.failure("fio layout"))
         argv = load_argv(scenario, device, log_dir, "json+" if watch.status.active else "json")   # json+: live p99
         say(f"load: {shlex.join(argv).replace(':'.join([device] * verify_mod.PASSES), f'{device}:... ({verify_mod.PASSES} x)')}")
-        fio = runner.start(["sh", "-c", 'date +%s.%N; exec "$@"', "fxprobe-load", *argv], host=host, label="fio-load")
+        fio = runner.start(["sh", "-c", 'echo "$(date +%s.%N) $$"; exec "$@"', "fxprobe-load", *argv], host=host,
+                           label="fio-load")
         background.append(fio)
         watch = LoadWatch(options.status, fio, scenario.total_s + 2, env.load_host if lab is not None else "local").start()
         wait_started(fio, 120)
+        load = orphans.record_load(journal, entry_id, lab, env.load_host, orphans.start_line_pid(fio), argv,
+                                   scenario.name, str(run.path))
         load_started = wait_first_status(fio, 180)
         time.sleep(max(0.0, load_started + scenario.timing["steady_s"] - time.time()))
         remember(method.restore_record())     # journaled (fsync) before the fault happens
@@ -302,6 +306,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
         watch.stop()
         if sampler is not None:
             sampler.stop()
+        orphans.finish_load(journal, entry_id, load, runner, fio is not None and fio.alive(), say)
         for bg in background:
             if bg.alive():
                 bg.stop(timeout=5)
@@ -396,7 +401,7 @@ def wait_started(background, timeout: float) -> float:
         first = background.output()[0].split("\n", 1)[0].strip()
         if first and "\n" in background.output()[0]:
             try:
-                return float(first)
+                return float(first.split()[0])
             except ValueError:
                 raise ToolError(f"the load did not start: {first[:200]}") from None
         if not background.alive():
@@ -483,17 +488,25 @@ def undo_all(undo: list[dict], env, restore_log: list[str], say) -> list[dict]:
     return failures
 
 
-def replay_journal(journal: Journal, runner: Runner, progress=print) -> list[str]:
-    """``fault restore``: undo every open entry, last change first; closes each entry once undone."""
-    done = []
+def replay_journal(journal: Journal, runner: Runner, progress=print, failed: list[str] | None = None) -> list[str]:
+    """``fault restore``: stop orphaned loads first, then undo every open entry, last change first.
+    An entry is closed once all of it is undone; a step that fails is kept in the journal, the others
+    still run, and what is still broken goes to ``failed``."""
+    done = orphans.stop_orphans(journal, runner, progress)
+    failed = [] if failed is None else failed
     for entry in journal.entries():
         records = list(entry.get("restores", []))
+        kept = []
         for record in reversed(records):
             progress(f"undoing {record.get('method')} (from {entry.get('scenario', '?')}, written {entry.get('written')})")
-            text = methods.restore_from_record(record, None, runner)
-            done.append(text)
+            try:
+                done.append(methods.restore_from_record(record, None, runner))
+            except FxprobeError as exc:
+                kept.insert(0, record)
+                failed.append(f"{record.get('method')} (from {entry.get('scenario', '?')}): {exc}")
+                progress(f"FAILED: {failed[-1]}")
             records.remove(record)
-            if records:
-                journal.open(entry["id"], entry.get("scenario", "?"), records, entry.get("run_dir", ""))
-        journal.close(entry["id"])
+            journal.open(entry["id"], entry.get("scenario", "?"), kept + records, entry.get("run_dir", ""))
+        if not kept:
+            journal.close(entry["id"])
     return done

@@ -1,0 +1,145 @@
+"""Processes a run started, found again after a crash: by pid AND exact command line, never by name.
+
+A load (fio) is recorded with its pid and argv when it starts. After a ``kill -9`` of fxprobe the
+load keeps running; ``stop_load`` stops the processes that still run exactly that command line -
+the recorded pid (only if it still runs that command: a reused pid is left alone) and the job
+processes fio forked (same argv; a fault run's argv is unique, it names the run's log folder).
+
+Runs on this host (``stop_load``) or in a node through ``python -m fxprobe.tools.procs stop ARGV_JSON``
+(``stop_load_on``), which prints one JSON line that ``parse_stop`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from fxprobe.core.errors import ParseError
+
+if TYPE_CHECKING:
+    from fxprobe.core.runner import Runner
+
+
+def own_start_time() -> float | None:
+    """This process's start time (epoch s), recorded beside its pid so a reused pid is not taken for it."""
+    return start_time(os.getpid())
+
+
+def start_time(pid: int) -> float | None:
+    import psutil
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def alive(pid: int | None, started: float | None = None) -> bool:
+    """Whether ``pid`` still runs and (when ``started`` is known) is the same process."""
+    import psutil
+    if not pid:
+        return False
+    try:
+        process = psutil.Process(int(pid))
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(process.create_time() - float(started)) <= 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def matching(argv: list[str], pid: int | None = None) -> dict:
+    """{"pid_runs_it": bool|None, "pids": [...]}: processes whose command line is exactly ``argv``."""
+    import psutil
+    pids, pid_runs_it = [], None
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
+        info = process.info
+        if info.get("status") == psutil.STATUS_ZOMBIE or info.get("pid") == os.getpid():
+            continue
+        if info.get("cmdline") == list(argv):
+            pids.append(info["pid"])
+    if pid:
+        pid_runs_it = int(pid) in pids if psutil.pid_exists(int(pid)) else None
+    return {"pid_runs_it": pid_runs_it, "pids": sorted(pids)}
+
+
+def stop_load(argv: list[str], pid: int | None = None, grace_s: float = 5.0) -> dict:
+    """Stop every process that runs exactly ``argv`` (TERM, then KILL after ``grace_s``).
+
+    Returns {"found": [pids], "stopped": [pids], "left": [pids], "pid_runs_it": bool|None}:
+    ``pid_runs_it`` False means the recorded pid now runs another program (it was not touched)."""
+    import psutil
+    seen = matching(argv, pid)
+    found = seen["pids"]
+    processes = []
+    for number in found:
+        try:
+            processes.append(psutil.Process(number))
+        except psutil.NoSuchProcess:
+            continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        live = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not live:
+            break
+        for process in live:
+            try:
+                if process.cmdline() == list(argv):      # checked again right before the signal
+                    process.send_signal(sig)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        psutil.wait_procs(live, timeout=grace_s)
+    left = matching(argv)["pids"]
+    return {"found": found, "stopped": [p for p in found if p not in left], "left": left,
+            "pid_runs_it": seen["pid_runs_it"]}
+
+
+def parse_stop(text: str, source: str = "procs stop") -> dict:
+    """The JSON line ``python -m fxprobe.tools.procs stop`` prints."""
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                break
+            if isinstance(data, dict) and isinstance(data.get("found"), list):
+                return data
+            break
+    raise ParseError(source, "(output)", f"no result line in {text.strip()[-200:]!r}")
+
+
+def stop_load_on(runner: "Runner", host, python: str, argv: list[str], pid: int | None) -> dict:
+    """``stop_load`` in a node (a lab guest or an SSH host) through its fxprobe."""
+    result = runner.run([python, "-m", "fxprobe.tools.procs", "stop", json.dumps(list(argv)), str(pid or 0)],
+                        timeout=90, host=host, check=True, label="stop-orphan")
+    return parse_stop(result.stdout)
+
+
+def describe(load: dict, result: dict) -> str:
+    """One line: what was found and stopped of a recorded load."""
+    where = load.get("where") or "this host"
+    name = (load.get("argv") or ["?"])[0]
+    if result["found"]:
+        text = (f"orphaned {name} on {where} stopped (pid {load.get('pid')}, "
+                f"{len(result['stopped'])} process(es): {', '.join(map(str, result['stopped']))})")
+        return text + (f"; STILL RUNNING: {', '.join(map(str, result['left']))}" if result["left"] else "")
+    if result.get("pid_runs_it") is False:
+        return f"no orphaned {name} on {where}: pid {load.get('pid')} now runs another program (left alone)"
+    return f"no orphaned {name} on {where} (pid {load.get('pid')} had ended)"
+
+
+def main(args: list[str]) -> int:
+    if len(args) != 3 or args[0] != "stop":
+        print("usage: python -m fxprobe.tools.procs stop ARGV_JSON PID", file=sys.stderr)
+        return 2
+    argv, pid = json.loads(args[1]), int(args[2]) or None
+    started = time.time()
+    result = stop_load(argv, pid)
+    print(json.dumps({**result, "seconds": round(time.time() - started, 3)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
