@@ -84,8 +84,13 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, me
                      f"pre-fault throughput before the load ended")
     if results["advice"]:
         human += ["timeouts:"] + [f"  {line}" for line in results["advice"]["lines"]]
-    human += [f"restored: {line}" for line in results["restore_log"]]
+    failed = [line for line in results["restore_log"] if line.startswith("FAILED")]
+    human += [line if line.startswith("FAILED") else f"restored: {line}" for line in results["restore_log"]]
     human.append(f"timeline: {results['png']}")
+    if failed:       # the verdict stands, but the system was left broken: that is the outcome
+        human.append("still broken (kept in the journal: fxprobe fault restore)")
+        return finish(app, run_dir, "fault run", results, human, Outcome.ERROR,
+                      reason=f"{len(failed)} restore(s) failed: {failed[0]}")
     return finish(app, run_dir, "fault run", results, human, VERDICT_OUTCOME[results["verdict"]])
 
 

@@ -185,13 +185,33 @@ def _fault(app: App, name: str, action: str, call) -> int:
                   [f"{action}: " + ", ".join(f"{k}={v}" for k, v in result.items())], Outcome.PASS)
 
 
+force_option = click.option("--force", is_flag=True,
+                            help="Break it even beyond the RAID's redundancy / on the only live path (a planted "
+                                 "negative test), as fault run --allow-visible.")
+
+
+def _refuse(refusals: list[str], what: str) -> None:
+    from fxprobe.core.errors import UnsafeTarget
+    if refusals:
+        raise UnsafeTarget(f"refusing {what}: {refusals[0]}; nothing changed",
+                           hint="for a planted negative test add --force")
+
+
 @fault.command(name="drive-pull")
 @name_option
+@force_option
 @click.argument("slot", type=int)
 @pass_app
-def drive_pull(app, name, slot):
-    """Hot-remove drive SLOT from the array guest."""
-    return _fault(app, name, "drive-pull", lambda l: l.drive_pull(slot))
+def drive_pull(app, name, force, slot):
+    """Hot-remove drive SLOT from the array guest (refused beyond its RAID's redundancy unless --force)."""
+    from fxprobe.faults import methods
+
+    def pull(l):
+        if not force:
+            _refuse(methods.LabDrivePull(methods.Env(l.runner, l), {"slot": slot}).refusals(),
+                    f"drive-pull of slot {slot}")
+        return l.drive_pull(slot)
+    return _fault(app, name, "drive-pull", pull)
 
 
 @fault.command(name="drive-restore")
@@ -199,18 +219,32 @@ def drive_pull(app, name, slot):
 @click.argument("slot", type=int)
 @pass_app
 def drive_restore(app, name, slot):
-    """Put drive SLOT back and add it back to its md array (starts recovery)."""
-    return _fault(app, name, "drive-restore", lambda l: l.drive_restore(slot))
+    """Put drive SLOT back and add it back to its md array (starts recovery); exit 4 if md did not take it."""
+    from fxprobe.faults.restored import check_lab_drive
+
+    def restore(l):
+        result = l.drive_restore(slot)
+        export = l.state.export_named(l.drive(slot).export) if l.drive(slot).export else None
+        return {**result, "checked": check_lab_drive(l, slot, bool(export) and export.level != "raid0")}
+    return _fault(app, name, "drive-restore", restore)
 
 
 @fault.command(name="link-down")
 @name_option
+@force_option
 @click.option("--host", default="host1", show_default=True)
 @click.argument("n", type=int)
 @pass_app
-def link_down(app, name, host, n):
-    """Cut data link N of a host."""
-    return _fault(app, name, "link-down", lambda l: l.link_down(n, host))
+def link_down(app, name, force, host, n):
+    """Cut data link N of a host (refused when it carries the only live path unless --force)."""
+    from fxprobe.faults import methods
+
+    def cut(l):
+        if not force:
+            env = methods.Env(l.runner, l, load_host=host, nqn=l.spec.subsystem_nqn)
+            _refuse(methods.LabLink(env, {"link": n}).refusals(), f"link-down of link {n} of {host}")
+        return l.link_down(n, host)
+    return _fault(app, name, "link-down", cut)
 
 
 @fault.command(name="link-up")
@@ -219,8 +253,9 @@ def link_down(app, name, host, n):
 @click.argument("n", type=int)
 @pass_app
 def link_up(app, name, host, n):
-    """Restore data link N of a host."""
-    return _fault(app, name, "link-up", lambda l: l.link_up(n, host))
+    """Restore data link N of a host; exit 4 unless its NICs are up and its paths live again."""
+    from fxprobe.faults.restored import check_lab_link
+    return _fault(app, name, "link-up", lambda l: {**l.link_up(n, host), "checked": check_lab_link(l, n, host)})
 
 
 @fault.command()

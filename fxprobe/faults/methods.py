@@ -702,16 +702,22 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         lab = env.lab if env is not None and env.lab is not None and env.lab.name == record["lab"] \
             else Lab.load(record["lab"], runner)
         if method == "lab-drive":
-            if lab.drive(record["slot"]).present:
-                return f"lab {lab.name}: drive slot {record['slot']} is already present"
-            if not record.get("md_readd", True):
-                return f"lab {lab.name}: " + plug_only(lab, record["slot"])
-            try:
-                result = lab.drive_restore(record["slot"])
-            except ToolError as exc:
-                return f"lab {lab.name}: drive slot {record['slot']} plugged back; md did not take it back: {exc}"
-            return f"lab {lab.name}: drive slot {record['slot']} back as {result.get('device')}" + \
-                (f", re-added to {result['md']}" if result.get("md") else "")
+            from fxprobe.faults.restored import RestoreFailed, check_lab_drive
+            slot, redundant = record["slot"], record.get("md_readd", True)
+            if lab.drive(slot).present:
+                text = f"lab {lab.name}: drive slot {slot} is already present"
+            elif not redundant:
+                text = f"lab {lab.name}: " + plug_only(lab, slot)
+            else:
+                try:
+                    result = lab.drive_restore(slot)
+                except ToolError as exc:
+                    raise RestoreFailed(f"lab {lab.name}: drive slot {slot} plugged back, but md did not take it "
+                                        f"back: {exc}", hint="the journal keeps the restore: fxprobe fault restore"
+                                        ) from None
+                text = f"lab {lab.name}: drive slot {slot} back as {result.get('device')}" + \
+                    (f", re-added to {result['md']}" if result.get("md") else "")
+            return f"{text}; checked: {check_lab_drive(lab, slot, redundant)}"
         if method == "lab-paths":
             from fxprobe.faults.labprep import connect_paths
             connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
@@ -723,8 +729,10 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         if method == "lab-remove-export":
             from fxprobe.faults.labprep import remove_twin
             return f"lab {lab.name}: " + remove_twin(lab, record["name"])
+        from fxprobe.faults.restored import check_lab_link
         lab_set_link(lab, record["n"], record["host"], True)
-        return f"lab {lab.name}: link {record['n']} of {record['host']} up"
+        return f"lab {lab.name}: link {record['n']} of {record['host']} up; checked: " + \
+            check_lab_link(lab, record["n"], record["host"])
     if method == "netlink-up":
         set_link_state(record["interface"], "up")
         return f"{record['interface']} up"

@@ -34,6 +34,7 @@ class SoakSummary:
     first_sample: str | None
     last_sample: str | None
     notes: tuple[str, ...] = ()
+    unmonitored_s: float = 0.0      # fxprobe not running (crash, kill -9): never counted as covered
 
     MAX_NOTES = 20
 
@@ -57,7 +58,8 @@ class SoakSummary:
         bw = self.bandwidth
         out = [f"soak {self.profile} on {self.target}: {hms(self.duration_s)} of load covered "
                f"(planned {hms(self.planned_s)}), {self.samples} samples, {self.segments} fio segment(s)"
-               + (f", resumed {self.resumes}x" if self.resumes else "")]
+               + (f", resumed {self.resumes}x" if self.resumes else "")
+               + (f"; {self.unmonitored_s:.1f} s unmonitored (a gap, not covered)" if self.unmonitored_s else "")]
         if bw.get("mean_bytes") is not None:
             out.append(f"  bandwidth: mean {bw['mean_bytes'] / 1e6:,.2f} MB/s, p5 {bw['p5_bytes'] / 1e6:,.2f}, "
                        f"min {bw['min_bytes'] / 1e6:,.2f}, max {bw['max_bytes'] / 1e6:,.2f} MB/s; "
@@ -102,6 +104,10 @@ def summarize(records: list[dict]) -> SoakSummary:
         elif kind == "sample":
             samples += 1
             seg = segments.setdefault(r["seg"], {"start": r["ts"], "last": None})
+            if seg["last"] is None and r.get("run_ms"):
+                # the load began run_ms before its first report, not when fio was started (opening 16
+                # jobs on a slow node takes seconds that are not load)
+                seg["start"] = max(seg["start"], r["ts"] - r["run_ms"] / 1000)
             seg["last"] = r["ts"]
             first = first or r["t"]
             last = r["t"]
@@ -126,6 +132,7 @@ def summarize(records: list[dict]) -> SoakSummary:
         elif kind == "note" and len(notes) < SoakSummary.MAX_NOTES:
             notes.append(f"{r.get('t', '')} {r['detail']}")
     covered = sum(s["last"] - s["start"] for s in segments.values() if s["last"] is not None)
+    unmonitored = sum(r.get("seconds") or 0 for r in opened.values() if r.get("kind") == "gap")
     interruptions = []
     for ident, r in sorted(opened.items()):
         close = ended.get(ident, {})
@@ -145,4 +152,4 @@ def summarize(records: list[dict]) -> SoakSummary:
         io_errors=sum(errors_by_segment.values()), telemetry_samples=telemetry_n, health_samples=health_n,
         nvme_temp_max_c=temps, stall_s=start["stall_s"], sample_s=start["sample_s"], completed=end is not None,
         end_reason=(end or {}).get("reason", ""), first_sample=first, last_sample=last,
-        notes=tuple(notes))
+        notes=tuple(notes), unmonitored_s=round(unmonitored, 3))

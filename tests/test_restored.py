@@ -1,0 +1,60 @@
+"""Honest restores (issue 18 item 5): a restore is judged by its effect, from the views fxprobe captures."""
+
+import pytest
+
+from fxprobe.faults.labprep import parse_array_view, parse_host_view
+from fxprobe.faults.restored import drive_problem, path_problem
+
+CTRLS = "".join(f"ctrl nvme{i} S{i:02d} nvme{i}n1\n" for i in range(4))
+SERIALS = [f"S{i:02d}" for i in range(4)]
+
+
+def view(mdstat: str, ctrls: str = CTRLS) -> dict:
+    return parse_array_view(mdstat + "--fxprobe--\n" + ctrls)
+
+
+def md(members: str, counts: str, extra: str = "") -> str:
+    return (f"Personalities : [raid6]\nmd127 : active raid6 {members}\n"
+            f"      1000 blocks super 1.2 level 6, 512k chunk, algorithm 2 {counts}\n{extra}\nunused devices: <none>\n")
+
+
+def test_a_drive_back_and_recovering_is_restored():
+    text = md("nvme0n1[4] nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]",
+              "      [===>.....]  recovery = 12.5% (1/8) finish=1.0min speed=1K/sec")
+    assert drive_problem(view(text), "S00", SERIALS, True) is None
+
+
+def test_a_clean_array_is_restored():
+    assert drive_problem(view(md("nvme0n1[0] nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/4] [UUUU]")), "S00",
+                         SERIALS, True) is None
+
+
+@pytest.mark.parametrize("mdstat, ctrls, words", [
+    (md("nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"), CTRLS, "is not a member of md127 [4/3] [_UUU]"),
+    (md("nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"), CTRLS.replace("ctrl nvme0 S00 nvme0n1\n", ""),
+     "not visible in the array guest"),
+    (md("nvme0n1[0](F) nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"), CTRLS, "faulty member"),
+    (md("nvme0n1[4](S) nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"), CTRLS, "spare"),
+    ("Personalities :\nunused devices: <none>\n", CTRLS, "no md array holds"),
+])
+def test_what_is_still_broken_is_named(mdstat, ctrls, words):
+    problem = drive_problem(view(mdstat, ctrls), "S00", SERIALS, True)
+    assert problem and words in problem
+
+
+def test_a_raid0_drive_only_has_to_be_visible():
+    assert drive_problem(view("Personalities :\n"), "S00", SERIALS, False) is None
+
+
+HOST = """subsys nvme-subsys0 nqn.x round-robin
+ns nvme-subsys0 nvme0n1
+path nvme-subsys0 nvme0 live tcp traddr=10.0.1.1,trsvcid=4420,src_addr=10.0.1.2
+path nvme-subsys0 nvme1 {state} tcp traddr=10.0.2.1,trsvcid=4420,src_addr=10.0.2.2
+"""
+
+
+def test_a_path_over_the_link_must_be_live():
+    assert path_problem(parse_host_view(HOST.format(state="live")), "10.0.2.1") is None
+    problem = path_problem(parse_host_view(HOST.format(state="connecting")), "10.0.2.1")
+    assert problem == "paths over 10.0.2.1 not live: nqn.x nvme1 connecting"
+    assert path_problem(parse_host_view(HOST.format(state="connecting")), "10.0.1.1") is None
