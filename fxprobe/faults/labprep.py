@@ -215,6 +215,11 @@ read -r sn < "$c/serial"; ns=
 for n in $c/nvme*n*; do [ -e "$n" ] && { ns=${n##*/}; break; }; done
 echo "ctrl ${c##*/} $sn $ns"; done; true'''
 
+# the md roles (RaidDevice numbers) and raid10 layouts, for the redundancy refusal (not sampled: it reads more)
+_ROLES_SCRIPT = r'''for m in /sys/block/md*/md; do [ -d "$m" ] || continue; d=${m%/md}; d=${d##*/}
+echo "mdinfo $d $(cat $m/layout 2>/dev/null || echo -)"
+for r in $m/dev-*; do [ -e "$r/slot" ] && echo "role $d ${r##*/dev-} $(cat $r/slot)"; done; done; true'''
+
 
 def sampling_loop(script: str, seconds: float, interval: float) -> list[str]:
     """argv of a shell loop on the node: every ``interval`` s a ``T <epoch>`` line, then the view."""
@@ -273,7 +278,17 @@ def parse_array_view(text: str) -> dict:
         if len(fields) >= 3 and fields[0] == "ctrl":
             controllers.append({"name": fields[1], "serial": fields[2], "transport": "pcie",
                                 "namespaces": fields[3:4]})
-    return {"nvme_controllers": controllers, "md": [a.to_dict() for a in parse_mdstat(mdstat)]}
+    arrays = [a.to_dict() for a in parse_mdstat(mdstat)]
+    by_name = {a["name"]: a for a in arrays}
+    for line in rest.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[0] == "mdinfo" and fields[1] in by_name:
+            by_name[fields[1]]["layout"] = int(fields[2]) if fields[2].isdigit() else None
+        elif len(fields) == 4 and fields[0] == "role" and fields[1] in by_name:
+            for member in by_name[fields[1]]["members"]:
+                if member["device"] == fields[2]:
+                    member["role"] = int(fields[3]) if fields[3].isdigit() else None
+    return {"nvme_controllers": controllers, "md": arrays}
 
 
 def host_view(lab, host: str) -> list[dict]:
@@ -282,7 +297,9 @@ def host_view(lab, host: str) -> list[dict]:
     return parse_host_view(result.stdout)
 
 
-def array_view(lab) -> dict:
-    result = lab.runner.run(["sh", "-c", _ARRAY_SCRIPT], timeout=60, host=fast_guest(lab, "array"), check=True,
+def array_view(lab, roles: bool = False) -> dict:
+    """The array guest's NVMe controllers and md arrays (``roles``: with members' md roles and raid10 layouts)."""
+    script = _ARRAY_SCRIPT + ("; " + _ROLES_SCRIPT if roles else "")
+    result = lab.runner.run(["sh", "-c", script], timeout=60, host=fast_guest(lab, "array"), check=True,
                             label="view-array")
     return parse_array_view(result.stdout)

@@ -110,13 +110,31 @@ def _need(fault: dict, key: str, what: str) -> object:
 
 # -- lab (QMP) ------------------------------------------------------------------------------
 class LabDrivePull(Method):
+    """One drive, or several (``fault.slots`` / ``fault.serials``), pulled at once or ``delay_s`` apart."""
+
     kind, via = "drive-pull", "qmp"
 
     @property
+    def slots(self) -> list[int]:
+        """fault.slots, else the slots of fault.serials, else [the one slot] (empty: not built yet)."""
+        if self.fault.get("slots"):
+            return [int(s) for s in self.fault["slots"]]
+        if self.fault.get("serials"):
+            by_serial = {d.serial: d.slot for d in self.env.lab.state.drives}
+            unknown = [s for s in self.fault["serials"] if s not in by_serial]
+            if unknown:
+                raise BadInput(f"fault.serials: no drive {', '.join(unknown)} in lab {self.env.lab.name}",
+                               hint="fxprobe lab status lists the slots and serials")
+            return [by_serial[s] for s in self.fault["serials"]]
+        return [self.slot] if self.slot is not None else []
+
+    @property
     def slot(self) -> int | None:
-        """fault.slot, else the first drive of the export the load uses (None: not built yet)."""
+        """fault.slot (or the first of several), else the first drive of the export the load uses."""
         if self.fault.get("slot") is not None:
             return int(self.fault["slot"])
+        if self.fault.get("slots") or self.fault.get("serials"):
+            return self.slots[0]
         lab = self.env.lab
         export = lab.main_export if self.env.export == "main" else lab.state.export_named(self.env.export)
         return export.slots[0] if export and export.slots else None
@@ -125,18 +143,21 @@ class LabDrivePull(Method):
     def target(self) -> str:
         if self.slot is None:
             return f"the first drive of the {self.env.export} export (built at run time)"
-        return self.env.lab.drive(self.slot).serial
+        return ",".join(self.env.lab.drive(slot).serial for slot in self.slots)
 
     def plan(self) -> list[str]:
-        return [f"QMP device_del drive{self.slot if self.slot is not None else '?'} (serial {self.target}) in lab "
-                f"{self.env.lab.name}'s array guest, then mdadm --fail/--remove detached",
-                "restore: QMP device_add of the same drive, mdadm --re-add (or --add)"]
+        names = ", ".join(f"drive{s}" for s in self.slots) or "drive?"
+        delay = self.fault.get("delay_s") or 0
+        when = f", {delay:g} s apart" if delay and len(self.slots) > 1 else (" at once" if len(self.slots) > 1 else "")
+        return [f"QMP device_del {names} (serial {self.target}){when} in lab {self.env.lab.name}'s array guest, "
+                "then mdadm --fail/--remove detached",
+                "restore: QMP device_add of the same drive(s), mdadm --re-add (or --add)"]
 
     def probe(self) -> str | None:
         if self.slot is None:
             return None
-        drive = self.env.lab.drive(self.slot)
-        return None if drive.present else f"drive slot {self.slot} is already pulled"
+        pulled = [s for s in self.slots if not self.env.lab.drive(s).present]
+        return f"drive slot {', '.join(map(str, pulled))} is already pulled" if pulled else None
 
     def refusals(self) -> list[str]:
         if self.slot is None:      # the export is built at run time: its level decides before anything is built
@@ -146,24 +167,57 @@ class LabDrivePull(Method):
                         f"redundancy (data loss / I/O errors)"]
             return []
         from fxprobe.faults.labprep import array_view
-        info = array_view(self.env.lab)
-        serial = self.target
-        device = next((c["namespaces"][0] for c in info["nvme_controllers"]
-                       if c.get("serial") == serial and c.get("namespaces")), None)
-        if device is None:
-            return [f"drive {serial} is not visible in the array guest"]
-        refusal = redundancy_refusal(device, info["md"])
+        info = array_view(self.env.lab, roles=True)
+        devices = []
+        for slot in self.slots:
+            serial = self.env.lab.drive(slot).serial
+            device = next((c["namespaces"][0] for c in info["nvme_controllers"]
+                           if c.get("serial") == serial and c.get("namespaces")), None)
+            if device is None:
+                return [f"drive {serial} is not visible in the array guest"]
+            devices.append(device)
+        refusal = geometry_refusal(devices, info["md"])
         return [refusal] if refusal else []
 
     def restore_record(self) -> dict:
         drive = self.env.lab.drive(self.slot)
         export = self.env.lab.state.export_named(drive.export) if drive.export else None
         level = export.level if export else None
-        return {"method": "lab-drive", "lab": self.env.lab.name, "slot": self.slot,
-                "md_readd": REDUNDANCY.get(level, 1) != 0}
+        record = {"method": "lab-drive", "lab": self.env.lab.name, "slot": self.slot,
+                  "md_readd": REDUNDANCY.get(level, 1) != 0}
+        return record if len(self.slots) == 1 else {**record, "method": "lab-drives", "slots": self.slots}
 
     def inject(self) -> None:
-        self.env.lab.drive_pull(self.slot)
+        for i, slot in enumerate(self.slots):
+            if i and self.fault.get("delay_s"):
+                time.sleep(self.fault["delay_s"])
+            self.env.lab.drive_pull(slot)
+            if len(self.slots) > 1:
+                self.env.note(f"drive slot {slot} pulled")
+
+
+def geometry_refusal(devices: list[str], md_arrays: list[dict]) -> str | None:
+    """Why losing block devices ``devices`` together (with what is missing already) loses data in
+    their md array, by its geometry (faults.geometry); None when every array survives it."""
+    from fxprobe.faults.geometry import data_lost
+    for md in md_arrays:
+        members = {m["device"]: m for m in md["members"]}
+        pulled = [d for d in devices if d in members and not members[d].get("faulty")]
+        if not pulled:
+            continue
+        level = md["level"]
+        working = [m for m in md["members"] if not m.get("faulty") and not m.get("spare")]
+        raid_disks = md.get("raid_disks") or len(working)
+
+        def role(m):
+            return m["role"] if m.get("role") is not None else m["index"]
+        missing = (set(range(raid_disks)) - {role(m) for m in working}) | {role(members[d]) for d in pulled}
+        lost = data_lost(level, raid_disks, missing, md.get("layout"))
+        if lost:
+            state = f"{len(working)}/{raid_disks} members working"
+            return (f"pulling {' + '.join(pulled)} from {md['name']} ({level}, {state}) exceeds the RAID's "
+                    f"redundancy (data loss / I/O errors): {lost}")
+    return None
 
 
 class LabLink(Method):
@@ -689,6 +743,24 @@ def choose(env: Env, fault: dict) -> Method:
 
 
 # -- restore (also from the journal, in a new process) -------------------------------------------
+def _restore_lab_drive(lab, slot: int, redundant: bool) -> str:
+    """Plug a pulled drive back (and into its md when it is redundant), then check that it is back."""
+    from fxprobe.faults.restored import RestoreFailed, check_lab_drive
+    if lab.drive(slot).present:
+        text = f"lab {lab.name}: drive slot {slot} is already present"
+    elif not redundant:
+        text = f"lab {lab.name}: " + plug_only(lab, slot)
+    else:
+        try:
+            result = lab.drive_restore(slot)
+        except ToolError as exc:
+            raise RestoreFailed(f"lab {lab.name}: drive slot {slot} plugged back, but md did not take it "
+                                f"back: {exc}", hint="the journal keeps the restore: fxprobe fault restore") from None
+        text = f"lab {lab.name}: drive slot {slot} back as {result.get('device')}" + \
+            (f", re-added to {result['md']}" if result.get("md") else "")
+    return f"{text}; checked: {check_lab_drive(lab, slot, redundant)}"
+
+
 def restore_from_record(record: dict, env: Env | None = None, runner: Runner | None = None) -> str:
     """Undo one journaled fault; returns what was done. Safe to call when it is already undone."""
     runner = runner or (env.runner if env else Runner())
@@ -697,27 +769,22 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         where = f"lab {record['lab']}: " if record.get("lab") else ""
         return (f"{where}{record['length']} B of {record['device']} at {record['offset']} stay "
                 "overwritten (no undo: the next layout rewrites them)")
-    if method in ("lab-drive", "lab-link", "lab-paths", "lab-remove-export", "lab-iopolicy"):
+    if method in ("lab-drive", "lab-drives", "lab-link", "lab-paths", "lab-remove-export", "lab-iopolicy"):
         from fxprobe.lab.vm import Lab
         lab = env.lab if env is not None and env.lab is not None and env.lab.name == record["lab"] \
             else Lab.load(record["lab"], runner)
-        if method == "lab-drive":
-            from fxprobe.faults.restored import RestoreFailed, check_lab_drive
-            slot, redundant = record["slot"], record.get("md_readd", True)
-            if lab.drive(slot).present:
-                text = f"lab {lab.name}: drive slot {slot} is already present"
-            elif not redundant:
-                text = f"lab {lab.name}: " + plug_only(lab, slot)
-            else:
+        if method in ("lab-drive", "lab-drives"):
+            from fxprobe.faults.restored import RestoreFailed
+            texts, failed = [], []
+            for slot in record.get("slots") or [record["slot"]]:
                 try:
-                    result = lab.drive_restore(slot)
-                except ToolError as exc:
-                    raise RestoreFailed(f"lab {lab.name}: drive slot {slot} plugged back, but md did not take it "
-                                        f"back: {exc}", hint="the journal keeps the restore: fxprobe fault restore"
-                                        ) from None
-                text = f"lab {lab.name}: drive slot {slot} back as {result.get('device')}" + \
-                    (f", re-added to {result['md']}" if result.get("md") else "")
-            return f"{text}; checked: {check_lab_drive(lab, slot, redundant)}"
+                    texts.append(_restore_lab_drive(lab, slot, record.get("md_readd", True)))
+                except RestoreFailed as exc:
+                    failed.append(str(exc))
+            if failed:
+                raise RestoreFailed("; ".join(failed + texts),
+                                    hint="the journal keeps the restore: fxprobe fault restore")
+            return "; ".join(texts)
         if method == "lab-paths":
             from fxprobe.faults.labprep import connect_paths
             connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)

@@ -60,6 +60,10 @@ class FaultTable(InputModel):
                               default=None)
     slot: NonNegativeInt | None = _help("lab drive slot (drive-pull via qmp; default: the first drive of the export)",
                                         default=None)
+    slots: list[NonNegativeInt] = _help("several lab drive slots pulled together (drive-pull via qmp; the redundancy "
+                                        "refusal judges the combination by the RAID's geometry)", default=[])
+    serials: list[NonEmptyStr] = _help("the same by serial (lab drive-pull)", default=[])
+    delay_s: Span = _help("time between the pulls of several drives (0: at once)", default=0.0)
     serial: Text = _help("drive serial number (drive-pull on a Linux host)", default=None)
     md: Text = _help("md device holding the drive, e.g. /dev/md0 (via md)", default=None)
     nullb: Text = _help("null_blk configfs name (via nullblk)", default=None)
@@ -76,6 +80,18 @@ class FaultTable(InputModel):
     length: SizeAsWritten = _help("corrupt: bytes overwritten with zeros (within one chunk)", default="256k")
     device: Text = _help("corrupt on a Linux host: the block device overwritten at array_offset (a member below md, "
                          "or the load's own target)", default=None)
+
+    @field_validator("serials")
+    @classmethod
+    def _one_way_to_name_drives(cls, serials: list[str], info: ValidationInfo) -> list[str]:
+        named = [k for k, v in (("slot", info.data.get("slot") is not None), ("slots", info.data.get("slots")),
+                                ("serials", serials)) if v]
+        if len(named) > 1:
+            raise ValueError(f"name the drives one way: {' and '.join(named)} are both set")
+        for key, values in (("slots", info.data.get("slots") or []), ("serials", serials)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"fault.{key} names a drive twice: {values}")
+        return serials
 
     @field_validator("via")
     @classmethod
