@@ -36,8 +36,8 @@ def stop(load: dict, runner) -> dict:
         from fxprobe.faults.labprep import fast_guest
         from fxprobe.lab.vm import Lab
         lab = Lab.load(load["lab"], runner)
-        return procs.stop_load_on(runner, fast_guest(lab, load["guest"]), lab.state.python, load["argv"],
-                                  load.get("pid"))
+        return procs.stop_load_on(runner, fast_guest(lab, load["guest"]),
+                                  lab.python("fxprobe.tools.procs", *procs.stop_args(load["argv"], load.get("pid"))))
     return procs.stop_load(load["argv"], load.get("pid"))
 
 

@@ -17,6 +17,7 @@ DEFAULT_HEALTH_S = 300.0
 STARTUP_GRACE_S = 60.0       # fio may take this long to open its files before the first I/O
 MAX_RESTARTS = 5             # fio deaths tolerated before the soak gives up
 END_TOLERANCE_S = 3.0        # fio ending this close to the planned end is a normal end
+STATUS_INTERVAL_S = 1.0      # fio --status-interval of the soak's load
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}

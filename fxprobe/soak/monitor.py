@@ -89,8 +89,7 @@ class Monitor:
         iops = (point.ios - base_ios) / dt_s if dt_s > 0.05 else None
         out = [{"type": "sample", "seg": self.segment, "t": stamp(point.ts), "ts": point.ts,
                 "io_bytes": point.io_bytes, "ios": point.ios, "errors": point.errors,
-                "bw": None if bw is None else round(bw, 1), "iops": None if iops is None else round(iops, 2),
-                "run_ms": point.runtime_ms}]
+                "bw": None if bw is None else round(bw, 1), "iops": None if iops is None else round(iops, 2)}]
         if bw is not None:
             self.last_bw = bw
         longest = point.max_lat_ns / 1e9

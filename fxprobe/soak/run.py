@@ -20,7 +20,7 @@ from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.rundir import RESULTS, RunDir, write_json
 from fxprobe.core.runner import Runner
 from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
-                                 MAX_RESTARTS, RECORDS, STATE, hms, stamp)
+                                 MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, hms, stamp)
 from fxprobe.core.status import Status
 from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
@@ -259,7 +259,7 @@ class Soak:
         job = self.run.raw_path(f"soak.seg{segment}.fio")
         job.write_text(plan.measure_job.replace("[global]\n", "[global]\ncontinue_on_error=io\ngroup_reporting=1\n", 1))
         # json+ gives the live line the interval's p99 (bins); plain JSON when nobody watches
-        argv = ["fio", f"--output-format={'json+' if self.status.active else 'json'}", "--status-interval=1", str(job)]
+        argv = ["fio", f"--output-format={'json+' if self.status.active else 'json'}", f"--status-interval={STATUS_INTERVAL_S:g}", str(job)]
         self.live.reset()
         background = self.runner.start(argv, label=f"fio-soak-seg{segment}", stdout_pipe=True)
         started = time.time()

@@ -23,7 +23,6 @@ class StatusPoint:
     errors: int          # total_err over jobs (continue_on_error)
     job_error: int       # the first non-zero job error code, 0 if none
     max_lat_ns: int = 0  # the longest I/O so far (lat_ns.max, else clat_ns.max, over jobs and directions)
-    runtime_ms: int = 0  # how long the load has run (job_runtime, the longest job): its start is ts - runtime
 
 
 def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
@@ -32,7 +31,7 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
         raise ParseError(source, "timestamp_ms", "missing (not a fio JSON status document)")
     ts = integer(data["timestamp_ms"], source, "timestamp_ms") / 1000
     rows = arr(data.get("jobs", data.get("client_stats")), source, "jobs")
-    io_bytes = ios = errors = max_lat = runtime = 0
+    io_bytes = ios = errors = max_lat = 0
     job_error = 0
     for i, row in enumerate(rows):
         row = obj(row, source, f"jobs[{i}]")
@@ -47,10 +46,9 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
                 if isinstance(lat, dict) and lat.get("max") is not None:
                     max_lat = max(max_lat, int(number(lat["max"], source, f"jobs[{i}].{direction}.lat_ns.max")))
         errors += integer(row.get("total_err", 0), source, f"jobs[{i}].total_err")
-        runtime = max(runtime, integer(row.get("job_runtime", 0), source, f"jobs[{i}].job_runtime"))
         code = integer(row.get("error", 0), source, f"jobs[{i}].error")
         job_error = job_error or code
-    return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat, runtime)
+    return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat)
 
 
 class JsonStream:

@@ -6,7 +6,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from fxprobe.core.errors import ParseError
-from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, hms
+from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, STATUS_INTERVAL_S, hms
 from fxprobe.soak.monitor import Interruption
 from fxprobe.core.verdict import Criterion, Verdict
 
@@ -104,10 +104,14 @@ def summarize(records: list[dict]) -> SoakSummary:
         elif kind == "sample":
             samples += 1
             seg = segments.setdefault(r["seg"], {"start": r["ts"], "last": None})
-            if seg["last"] is None and r.get("run_ms"):
-                # the load began run_ms before its first report, not when fio was started (opening 16
-                # jobs on a slow node takes seconds that are not load)
-                seg["start"] = max(seg["start"], r["ts"] - r["run_ms"] / 1000)
+            if seg.get("first") is None:
+                if not r.get("ios"):
+                    seg["start"] = r["ts"]          # fio runs but its jobs have not started: not load yet
+                else:
+                    # the load began within one status interval before the first report that shows I/O,
+                    # not when fio was started (opening the jobs on a slow node takes seconds of no load)
+                    seg["first"] = r["ts"]
+                    seg["start"] = max(seg["start"], r["ts"] - STATUS_INTERVAL_S)
             seg["last"] = r["ts"]
             first = first or r["t"]
             last = r["t"]

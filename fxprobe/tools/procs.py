@@ -5,7 +5,7 @@ load keeps running; ``stop_load`` stops the processes that still run exactly tha
 the recorded pid (only if it still runs that command: a reused pid is left alone) and the job
 processes fio forked (same argv; a fault run's argv is unique, it names the run's log folder).
 
-Runs on this host (``stop_load``) or in a node through ``python -m fxprobe.tools.procs stop ARGV_JSON``
+Runs on this host (``stop_load``) or in a node through ``python -m fxprobe.tools.procs stop ARGV_JSON PID``
 (``stop_load_on``), which prints one JSON line that ``parse_stop`` reads.
 """
 
@@ -110,10 +110,15 @@ def parse_stop(text: str, source: str = "procs stop") -> dict:
     raise ParseError(source, "(output)", f"no result line in {text.strip()[-200:]!r}")
 
 
-def stop_load_on(runner: "Runner", host, python: str, argv: list[str], pid: int | None) -> dict:
-    """``stop_load`` in a node (a lab guest or an SSH host) through its fxprobe."""
-    result = runner.run([python, "-m", "fxprobe.tools.procs", "stop", json.dumps(list(argv)), str(pid or 0)],
-                        timeout=90, host=host, check=True, label="stop-orphan")
+def stop_args(argv: list[str], pid: int | None) -> list[str]:
+    """Arguments of ``python -m fxprobe.tools.procs`` that stop this load in a node."""
+    return ["stop", json.dumps(list(argv)), str(pid or 0)]
+
+
+def stop_load_on(runner: "Runner", host, command: list[str]) -> dict:
+    """``stop_load`` in a node (a lab guest or an SSH host): ``command`` runs this module there with
+    ``stop_args`` (e.g. ``lab.python("fxprobe.tools.procs", *stop_args(argv, pid))``)."""
+    result = runner.run(command, timeout=90, host=host, check=True, label="stop-orphan")
     return parse_stop(result.stdout)
 
 

@@ -1,0 +1,68 @@
+"""Several drives pulled, judged by the RAID's geometry, in the session lab (issue 14 item 3, Must-show 1):
+two pulls in raid6 stay invisible; three are beyond its redundancy and refused without --allow-visible.
+FXPROBE_TEST_LAB=<name> runs it in a lab that is already up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fxprobe.faults.scenario import SCENARIO_DIR
+
+pytestmark = pytest.mark.lab
+
+
+def scenario_file(tmp_path: Path, name: str, fault: dict, timing: dict) -> Path:
+    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
+    data["fault"].update(fault)
+    data["timing"].update(timing)
+    lines = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines += [f"[{section}]"] + [f"{k} = {json.dumps(v)}" for k, v in table.items()]
+    path = tmp_path / f"{name}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def fault_run(lab, tmp_path: Path, scenario: Path, *extra: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", "fault", "run",
+            str(scenario), "--lab", lab.name, *extra]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")})
+    lab.reload()
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-2000:]
+    return done
+
+
+def test_two_pulls_in_raid6_are_invisible(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "drive-pull-two", {}, {"steady_s": 6, "settle_s": 2, "fault_s": 8,
+                                                             "recover_s": 4})
+    done = fault_run(lab, tmp_path, scenario)
+    result = json.loads(done.stdout)
+    assert result["verdict"] == "invisible" and done.returncode == 0, result["criteria"]
+    assert result["impact"]["errors"] == 0
+    assert [a["text"] for a in result["timeline"]["actions"] if "pulled" in a["text"]] == \
+        ["drive slot 0 pulled", "drive slot 1 pulled"]
+    [restore] = [line for line in result["restore_log"] if "drive slot 0" in line]
+    assert "drive slot 1" in restore and restore.count("checked:") == 2, restore
+    assert lab.drive(0).present and lab.drive(1).present
+
+
+def test_three_pulls_in_raid6_are_refused_naming_the_combination(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "drive-pull-two", {"slots": [0, 1, 2]}, {})
+    done = fault_run(lab, tmp_path, scenario)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "3 of 20 members missing (roles 0, 1, 2): raid6 survives 2 missing" in done.stderr
+    assert "--allow-visible" in done.stderr
+    assert all(lab.drive(slot).present for slot in (0, 1, 2))            # nothing was pulled
+    dry = fault_run(lab, tmp_path, scenario, "--dry-run", "--allow-visible")
+    assert dry.returncode == 3, dry.stderr[-2000:]          # a dry run: not run
+    lines = json.loads(dry.stdout)["plan"]["lines"]
+    assert any(line.startswith("REFUSED (allowed by --allow-visible): pulling") for line in lines), lines

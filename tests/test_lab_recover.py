@@ -1,0 +1,147 @@
+"""Nothing left running after a crash, in the session lab (issue 18 item 4, Must-show 3).
+
+``kill -9`` of a fault run in its fault window, then ``fault restore``; ``kill -9`` of a soak in a
+host guest, then ``soak --resume``: afterwards ``pgrep fio`` finds nothing on any guest, the links
+and paths are live and md is clean or resyncing. Supersedes
+test_fault_lab.py::test_kill_9_mid_drive_pull_then_fault_restore (same restore, plus the load).
+FXPROBE_TEST_LAB=<name> runs it in a lab that is already up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fxprobe.faults.scenario import SCENARIO_DIR
+
+pytestmark = pytest.mark.lab
+
+HOST = "host1"
+
+
+def scenario_file(tmp_path: Path, name: str, timing: dict) -> Path:
+    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
+    data["timing"].update(timing)
+    lines = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines += [f"[{section}]"] + [f"{k} = {json.dumps(v)}" for k, v in table.items()]
+    path = tmp_path / f"{name}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def fxprobe(tmp_path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", *args]
+
+
+def env(tmp_path: Path) -> dict:
+    return {**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")}
+
+
+def fio_on(lab, guest: str) -> list[str]:
+    """`pgrep -a fio` in the guest: the fio processes that run there."""
+    result = lab.exec(guest, ["pgrep", "-a", "fio"], timeout=60)
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def wait_for(predicate, timeout: float, what: str, alive=None):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if alive is not None:
+            assert alive.poll() is None, f"{what}: the run ended early: {alive.communicate()[1][-2000:]}"
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(0.5)
+    return value
+
+
+def assert_nothing_running_and_healthy(lab) -> None:
+    for guest in ["array", *lab.hosts]:
+        assert fio_on(lab, guest) == [], f"fio still runs in {guest}"
+    lab.reload()
+    for link in lab.links():
+        assert link.up, f"link {link.n} of {link.host} is down"
+    for host in lab.hosts:
+        lab.wait_paths(host, lab.spec.subsystem_nqn, len(lab.links(host)), timeout=120)
+    from fxprobe.faults.labprep import array_view
+    main = next(m for m in array_view(lab)["md"] if m["level"] == lab.spec.raid)
+    assert main["action"] in ("recovery", "resync") or main["health"] == "U" * main["raid_disks"], main
+
+
+def test_kill_9_of_a_fault_run_in_its_fault_window_then_fault_restore(lab, tmp_path):
+    scenario = scenario_file(tmp_path, "link-down", {"steady_s": 3, "settle_s": 1, "fault_s": 120, "recover_s": 2})
+    journal = tmp_path / "fault-journal.json"
+    run = subprocess.Popen(fxprobe(tmp_path, "fault", "run", str(scenario), "--lab", lab.name), env=env(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: journal.exists() and '"lab-link"' in journal.read_text(), 300, "the link cut", run)
+        loads = json.loads(journal.read_text())["entries"][0]["loads"]
+        assert loads and loads[0]["guest"] == HOST and loads[0]["pid"] and loads[0]["argv"][0] == "fio"
+    finally:
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=30)
+    assert any(f"{loads[0]['pid']} fio" in line for line in fio_on(lab, HOST))   # the orphan runs on
+    done = subprocess.run(fxprobe(tmp_path, "fault", "restore"), capture_output=True, text=True, timeout=300,
+                          env=env(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    restored = json.loads(done.stdout)["restored"]
+    assert any(line.startswith(f"orphaned fio on lab {lab.name} {HOST} stopped (pid {loads[0]['pid']}")
+               for line in restored), restored
+    assert any("link 1" in line and " up" in line for line in restored), restored
+    assert not journal.exists()
+    assert_nothing_running_and_healthy(lab)
+
+
+def main_namespace(lab) -> tuple[str, str]:
+    nqn = lab.spec.subsystem_nqn
+    script = (f'for s in /sys/class/nvme-subsystem/*; do [ "$(cat $s/subsysnqn)" = "{nqn}" ] || continue; '
+              'for n in $s/nvme*n*; do [ -e "$n" ] && echo /dev/${n##*/} $(cat $s/serial); done; done')
+    out = lab.exec(HOST, ["sh", "-c", script], timeout=60, check=True).stdout.split()
+    return out[0], out[1]
+
+
+def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
+    from fxprobe.core.runner import Runner
+    device, serial = main_namespace(lab)
+    lab.exec(HOST, ["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], timeout=60, check=True)
+    name = f"soak-kill-{os.getpid()}"
+    guest_dir, host_dir = f"/fxlab/runs/{name}", lab.folder / HOST / "runs" / name
+    argv = ["fxprobe", "--json", "--run-dir", guest_dir, "soak", "small-file-dataset", "--duration", "30s",
+            "--target", device, "--allow-serial", serial, "--size", "16M", "--sample", "5"]
+    soak = Runner().start(argv, host=lab.guest(HOST), stdout_path=tmp_path / "soak.out",
+                          stderr_path=tmp_path / "soak.err")
+    records = host_dir / "soak.jsonl"
+    try:
+        # read in the guest: the 9p view from this side can lag the guest's writes by tens of seconds
+        wait_for(lambda: lab.exec(HOST, ["grep", "-c", '"type":"sample"', f"{guest_dir}/soak.jsonl"],
+                                  timeout=60).stdout.strip() not in ("", "0", "1"), 300, "the soak's first samples")
+    finally:
+        killed = lab.exec(HOST, ["pkill", "-9", "-f", f"[r]un-dir {guest_dir} soak"], timeout=60)
+        soak.wait(timeout=60)
+    assert killed.returncode == 0, "no soak to kill"
+    state = json.loads((host_dir / "soak-state.json").read_text())
+    left = fio_on(lab, HOST)     # fio's main process may die of SIGPIPE; its job processes can write on
+    killed_at = time.time()
+    time.sleep(3)          # unmonitored load: must not count as covered
+    done = lab.exec(HOST, ["fxprobe", "--json", "soak", "--resume", guest_dir], timeout=300)
+    assert "Traceback" not in done.stderr and done.returncode == 1, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    [resume] = [json.loads(line) for line in records.read_text().splitlines() if '"type":"resume"' in line]
+    if left:
+        assert resume["orphan"].startswith("orphaned fio stopped"), (left, resume)
+    else:
+        assert resume["orphan"].startswith(("orphaned fio stopped", "no orphaned fio")), resume
+    assert state["fio"]["pid"]
+    [gap] = [i for i in result["interruptions"] if i["kind"] == "gap"]
+    assert gap["seconds"] >= 3 and result["unmonitored_s"] == gap["seconds"]
+    assert 30 - 3 <= result["duration_s"] <= 30 + 1, result["duration_s"]    # covered: monitored load only
+    assert time.time() > killed_at
+    assert_nothing_running_and_healthy(lab)
