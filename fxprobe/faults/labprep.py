@@ -217,8 +217,10 @@ echo "ctrl ${c##*/} $sn $ns"; done; true'''
 
 # the md roles (RaidDevice numbers) and raid10 layouts, for the redundancy refusal (not sampled: it reads more)
 _ROLES_SCRIPT = r'''for m in /sys/block/md*/md; do [ -d "$m" ] || continue; d=${m%/md}; d=${d##*/}
-echo "mdinfo $d $(cat $m/layout 2>/dev/null || echo -)"
-for r in $m/dev-*; do [ -e "$r/slot" ] && echo "role $d ${r##*/dev-} $(cat $r/slot)"; done; done; true'''
+{ read -r lay < "$m/layout"; } 2>/dev/null || lay=-
+echo "mdinfo $d $lay"
+for r in $m/dev-*; do [ -e "$r/slot" ] || continue; read -r sl < "$r/slot"; echo "role $d ${r##*/dev-} $sl"; done
+done; true'''
 
 
 def sampling_loop(script: str, seconds: float, interval: float) -> list[str]:

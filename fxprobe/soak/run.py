@@ -259,7 +259,8 @@ class Soak:
         job = self.run.raw_path(f"soak.seg{segment}.fio")
         job.write_text(plan.measure_job.replace("[global]\n", "[global]\ncontinue_on_error=io\ngroup_reporting=1\n", 1))
         # json+ gives the live line the interval's p99 (bins); plain JSON when nobody watches
-        argv = ["fio", f"--output-format={'json+' if self.status.active else 'json'}", f"--status-interval={STATUS_INTERVAL_S:g}", str(job)]
+        argv = ["fio", f"--output-format={'json+' if self.status.active else 'json'}",
+                f"--status-interval={STATUS_INTERVAL_S:g}", str(job)]
         self.live.reset()
         background = self.runner.start(argv, label=f"fio-soak-seg{segment}", stdout_pipe=True)
         started = time.time()
