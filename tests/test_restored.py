@@ -58,3 +58,13 @@ def test_a_path_over_the_link_must_be_live():
     problem = path_problem(parse_host_view(HOST.format(state="connecting")), "10.0.2.1")
     assert problem == "paths over 10.0.2.1 not live: nqn.x nvme1 connecting"
     assert path_problem(parse_host_view(HOST.format(state="connecting")), "10.0.1.1") is None
+
+
+def test_a_host_md_member_must_be_back_and_recovering():
+    from fxprobe.faults.restored import member_problem
+    arrays = view(md("nvme0n1[4] nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]",
+                     "      [>....]  recovery = 1.0% (1/8) finish=1.0min speed=1K/sec"))["md"]
+    assert member_problem(arrays, "md127", "nvme0n1") is None
+    gone = view(md("nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"))["md"]
+    assert member_problem(gone, "md127", "nvme0n1") == "nvme0n1 is not a member of md127 [4/3] [_UUU]"
+    assert member_problem(gone, "md0", "nvme0n1") == "no md array md0"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from fxprobe.cli.app import App, finish, pass_app
@@ -83,7 +85,10 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, me
         human.append(f"  did not recover to {format_number(loaded.criteria['min_throughput_pct'], '%')} of the "
                      f"pre-fault throughput before the load ended")
     if results["advice"]:
-        human += ["timeouts:"] + [f"  {line}" for line in results["advice"]["lines"]]
+        from fxprobe.faults.tune import tune_advice
+        results["advice"]["measured"] = tune_advice(app.runs_base)
+        advice = [*results["advice"]["lines"], *results["advice"]["measured"]]
+        human += ["timeouts:"] + [f"  {line}" for line in advice]
     failed = [line for line in results["restore_log"] if line.startswith("FAILED")]
     human += [line if line.startswith("FAILED") else f"restored: {line}" for line in results["restore_log"]]
     human.append(f"timeline: {results['png']}")
@@ -111,3 +116,36 @@ def restore(app: App):
     return finish(app, run_dir, "fault restore", {"entries": entries, "restored": done, "failed": failed}, human,
                   Outcome.ERROR if failed else Outcome.PASS,
                   reason=f"{len(failed)} restore(s) failed: {failed[0]}" if failed else "")
+
+
+@fault.command("tune")
+@click.argument("scenario", default="link-down")
+@click.option("--lab", "lab", default="default", metavar="NAME", show_default=True, help="The running lab to tune in.")
+@click.option("--transport", "transports", multiple=True, type=click.Choice(["tcp", "rdma"]),
+              help="Transport to measure (repeat; default: tcp and rdma).")
+@click.option("--setting", "settings", multiple=True, metavar="KEY=N,...",
+              help="Timeouts to measure, e.g. kato=2,reconnect_delay=1,ctrl_loss_tmo=60,fast_io_fail_tmo=5, or "
+                   "'defaults' (repeat; default: as connected, the advised ones, and faster ones).")
+@click.option("--repeat", type=click.IntRange(1, 20), default=3, show_default=True, help="Runs per setting.")
+@pass_app
+def tune(app: App, scenario, lab, transports, settings, repeat):
+    """Measure which host timeouts and transport make a link cut (SCENARIO, default link-down) least visible."""
+    from fxprobe.core.errors import BadInput
+    from fxprobe.faults import tune as tune_lib
+    from fxprobe.faults.orphans import stop_orphans
+    loaded = load_scenario(scenario)
+    if loaded.kind not in engine.LINK_KINDS:
+        raise BadInput(f"fault tune {scenario}: a {loaded.kind} scenario; tune needs a link fault ("
+                       f"{', '.join(engine.LINK_KINDS)})")
+    chosen = [tune_lib.parse_setting(text) for text in settings] or list(tune_lib.SETTINGS)
+    run_dir = app.new_run(tune_lib.COMMAND, folder=tune_lib.FOLDER)
+    orphaned = stop_orphans(Journal.default(), app.runner(run_dir), app.progress)
+    data, trials = tune_lib.run_tune(loaded, lab, run_dir, Journal.default(), tuple(transports) or tune_lib.TRANSPORTS,
+                                     chosen, repeat, app.progress)
+    human = [f"fault tune {loaded.name} in lab {lab}: {len(trials)} run(s)"] + tune_lib.lines(data)
+    if data["stopped"]:
+        human.append(f"STOPPED early, a restore failed: {data['stopped']}")
+    outcome = Outcome.ERROR if data["stopped"] else Outcome.PASS if data["meets_criteria"] else Outcome.FAIL
+    return finish(app, run_dir, tune_lib.COMMAND, {"tune": data, "scenario": loaded.to_dict(), "orphans": orphaned,
+                                                   "trials": [dataclasses.asdict(t) for t in trials]}, human, outcome,
+                  reason=data["stopped"] or ("" if data["meets_criteria"] else "no setting met the criteria"))

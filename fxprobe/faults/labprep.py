@@ -101,10 +101,11 @@ def controllers_of(lab, host: str, nqn: str) -> list[dict]:
 
 
 def connect_paths(lab, host: str, nqn: str, links: list[int], options: dict, replace: bool = False) -> list[dict]:
-    """Connect ``host`` to ``nqn`` over exactly ``links`` with ``options`` (scenario [lab] timeout keys).
-    ``replace`` disconnects every path first (timeouts such as kato are set at connect time)."""
+    """Connect ``host`` to ``nqn`` over exactly ``links`` with ``options`` (scenario [lab] timeout keys,
+    and ``transport``, else the export's). ``replace`` disconnects every path first (timeouts such as
+    kato are set at connect time)."""
     flags = [f"{CONNECT_FLAGS[k]}={v}" for k, v in options.items() if k in CONNECT_FLAGS]
-    transport = lab.export(nqn).transport
+    transport = options.get("transport") or lab.export(nqn).transport
     if replace:
         lab.exec(host, ["nvme", "disconnect", "-n", nqn], timeout=60, label="disconnect-paths")
     current = {p["address"].split(",")[0].split("=", 1)[1]: p for p in controllers_of(lab, host, nqn)
@@ -182,6 +183,8 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
     options = {k: lab_table[k] for k in ("keep_alive_tmo", "ctrl_loss_tmo", "reconnect_delay") if lab_table[k] > 0}
     if lab_table["fast_io_fail_tmo"] != -2:
         options["fast_io_fail_tmo"] = lab_table["fast_io_fail_tmo"]
+    if lab_table.get("transport") and lab_table["transport"] != lab.export(nqn).transport:
+        options["transport"] = lab_table["transport"]
     links = all_links[:lab_table["paths"]] if lab_table["paths"] else all_links
     if options or links != all_links:
         remember({"method": "lab-paths", "lab": lab.name, "host": host, "nqn": nqn, "links": all_links,

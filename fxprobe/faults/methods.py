@@ -807,8 +807,13 @@ def restore_from_record(record: dict, env: Env | None = None, runner: Runner | N
         _write(sysfs.path("/sys/bus/pci/rescan"), "1")
         return f"PCI bus rescanned (drive {record['serial']})"
     if method == "md-readd":
+        from fxprobe.faults.restored import RestoreFailed, member_problem
         from fxprobe.tools.mdadm import add_back
         add_back(runner, record["md"], record["device"])
+        problem = member_problem(local_md_arrays(), Path(record["md"]).resolve().name, Path(record["device"]).name)
+        if problem:
+            raise RestoreFailed(f"{record['device']} added back to {record['md']}, but {problem}",
+                                hint="the journal keeps the restore: fxprobe fault restore")
         return f"{record['device']} back in {record['md']}"
     if method == "nullblk-power":
         _write(sysfs.path(f"{record['folder']}/power"), "1")

@@ -97,3 +97,17 @@ def check_lab_link(lab, n: int, host: str, timeout: float = 90.0) -> str:
                                 + "; ".join(problems),
                                 hint=f"see fxprobe lab status --lab {lab.name}; the journal keeps the restore")
         time.sleep(1)
+
+
+def member_problem(md_arrays: list[dict], md_name: str, device: str) -> str | None:
+    """What is wrong with block device ``device`` as a member of md array ``md_name`` (None: it is back)."""
+    md = next((m for m in md_arrays if m["name"] == md_name), None)
+    if md is None:
+        return f"no md array {md_name}"
+    member = next((x for x in md["members"] if x["device"] == device), None)
+    state = f"{md_name} [{md.get('raid_disks')}/{md.get('working_disks')}] [{md.get('health', '?')}]"
+    if member is None or member.get("faulty"):
+        return f"{device} is {'a faulty member' if member else 'not a member'} of {state}"
+    if md.get("action") in ("recovery", "resync") or (md.get("health") and "_" not in md["health"]):
+        return None
+    return f"{device} is in {state}, which is degraded and not recovering"

@@ -165,6 +165,8 @@ class LabTable(InputModel):
     reconnect_delay: NonNegativeInt = _help("... and this reconnect_delay (0: leave as is)", default=0)
     fast_io_fail_tmo: Annotated[int, Field(ge=-2)] = _help(
         "write this fast_io_fail_tmo on each path (-2: leave as is, -1: off)", default=-2)
+    transport: Literal["", "tcp", "rdma"] = _help(
+        "reconnect the load's paths over this transport before the run (tcp, rdma; empty: as connected)", default="")
 
 
 class ScenarioFile(InputModel):
