@@ -94,3 +94,46 @@ def test_the_timeline_draws_errored_io(tmp_path):
                               inject_ms=T0 + 4000, restore_ms=T0 + 6000,
                               errors=[(T0 + 4000, 0), (T0 + 5000, 300), (T0 + 6000, 310)])
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_load_that_stopped_early_stalled_until_its_planned_end():
+    times = steady(T0, T0 + 8_000)
+    done = Completions.from_logs([parse_fio_log(per_io_log(times))])
+    iops, bw = done.windows(500)
+    impact = analysis.analyse(iops=iops, bw=bw, hist=None, fio_json=None, log_msec=500, load_start_ms=T0,
+                              settle_s=1, inject_ms=T0 + 5_000, restore_ms=T0 + 7_000, min_throughput_pct=50,
+                              completions=done, planned_s=20)
+    assert impact.load_end_ms == T0 + 20_000 and impact.longest_stall_s == pytest.approx(12.002)
+
+
+# -- a real run's raw per-I/O log, recomputed here by hand ----------------------------------------------
+def _real_run():
+    import gzip
+    from pathlib import Path
+    folder = Path(__file__).parent / "fixtures" / "fault-exact"
+    text = gzip.decompress((folder / "host-veth-cut.load_clat.1.log.gz").read_bytes()).decode()
+    return text, json.loads((folder / "host-veth-cut.json").read_text())
+
+
+def test_stall_and_throughput_of_a_real_run_equal_an_independent_count_of_its_raw_log():
+    text, run = _real_run()
+    inject, restore = run["instants"]["inject_ms"], run["instants"]["restore_ms"]
+    done = Completions.from_logs([parse_fio_log(text, "load_clat.1.log")])
+    iops, bw = done.windows(run["log_msec"])
+    impact = analysis.analyse(iops=iops, bw=bw, hist=None, fio_json=json.dumps(run["fio_final"]),
+                              log_msec=run["log_msec"], load_start_ms=done.first_issue_ms,
+                              settle_s=run["timing"]["settle_s"], inject_ms=inject, restore_ms=restore,
+                              min_throughput_pct=run["criteria"]["min_throughput_pct"], completions=done)
+    assert impact.longest_stall_s == run["reported"]["longest_stall_s"]        # what the run itself reported
+    # by hand: completion instants, the gaps after the injection up to the end of the load
+    stamps = sorted(int(line.split(",")[0]) for line in text.splitlines() if line.strip())
+    end = impact.load_end_ms
+    edges = [inject] + [t for t in stamps if inject < t < end] + [end]
+    gap = max(b - a for a, b in zip(edges, edges[1:]))
+    assert abs(impact.longest_stall_s * 1000 - gap) <= 1
+    start = run["instants"]["load_start_ms"] + run["timing"]["settle_s"] * 1000
+    before = sum(1 for t in stamps if start < t <= inject)
+    during = sum(1 for t in stamps if inject < t <= restore)
+    assert (impact.baseline_ios, impact.window_ios) == (before, during) == (run["reported"]["baseline_ios"],
+                                                                          run["reported"]["window_ios"])
+    assert impact.throughput_pct == pytest.approx(100 * (during / (restore - inject)) / (before / (inject - start)))

@@ -178,12 +178,15 @@ def load_runtime_ms(fio_json: str | None) -> int | None:
 
 def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json: str | None,
             log_msec: int, load_start_ms: int, settle_s: float, inject_ms: int, restore_ms: int,
-            min_throughput_pct: float, completions: Completions | None = None) -> Impact:
-    """``completions`` (per-I/O log): stall, throughput and first effect exact; else from the windows."""
+            min_throughput_pct: float, completions: Completions | None = None,
+            planned_s: float | None = None) -> Impact:
+    """``completions`` (per-I/O log): stall, throughput and first effect exact; else from the windows.
+    ``planned_s``: how long the load was meant to run; a load that stopped early stalled until then."""
     if completions is not None and len(completions):
         return _analyse_exact(iops=iops, bw=bw, hist=hist, fio_json=fio_json, log_msec=log_msec,
                               load_start_ms=load_start_ms, settle_s=settle_s, inject_ms=inject_ms,
-                              restore_ms=restore_ms, min_throughput_pct=min_throughput_pct, done=completions)
+                              restore_ms=restore_ms, min_throughput_pct=min_throughput_pct, done=completions,
+                              planned_s=planned_s)
     end_ms = int(iops.index.max()) if len(iops) else None
     iops = dense(iops, log_msec, load_start_ms, end_ms)
     bw = dense(bw, log_msec, load_start_ms, end_ms)
@@ -215,9 +218,10 @@ def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json
 
 
 def _analyse_exact(*, iops, bw, hist, fio_json, log_msec, load_start_ms, settle_s, inject_ms, restore_ms,
-                   min_throughput_pct, done: Completions) -> Impact:
-    """Stall, throughput and first effect from the successful completions themselves."""
-    runtime = load_runtime_ms(fio_json)
+                   min_throughput_pct, done: Completions, planned_s: float | None = None) -> Impact:
+    """Stall, throughput and first effect from the successful completions themselves. The load ends at
+    the later of its last completion and its start plus fio's runtime (or the planned one, if longer)."""
+    runtime = max(load_runtime_ms(fio_json) or 0, int((planned_s or 0) * 1000))
     last = int(done.t_ms[-1])
     end_ms = max(last, load_start_ms + runtime) if runtime else last
     base_start = int(load_start_ms + settle_s * 1000)

@@ -329,7 +329,8 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
     impact = analysis.analyse(iops=iops, bw=bw, hist=logs["hist"], fio_json=fio_out, log_msec=log_msec,
                               load_start_ms=load_start_ms, settle_s=scenario.timing["settle_s"],
                               inject_ms=to_node_ms(inject_t), restore_ms=to_node_ms(restore_t),
-                              min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done)
+                              min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done,
+                              planned_s=int(round(scenario.total_s + 2)))
     criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(verified)]
     word = analysis.verdict_word(criteria)
     failed = [c.name for c in criteria if c.outcome == Outcome.FAIL]
