@@ -137,3 +137,14 @@ def test_stall_and_throughput_of_a_real_run_equal_an_independent_count_of_its_ra
     assert (impact.baseline_ios, impact.window_ios) == (before, during) == (run["reported"]["baseline_ios"],
                                                                           run["reported"]["window_ios"])
     assert impact.throughput_pct == pytest.approx(100 * (during / (restore - inject)) / (before / (inject - start)))
+
+
+def test_recovery_is_the_first_instant_the_trailing_window_is_back_at_the_share_of_the_steady_rate():
+    from fxprobe.faults.completions import recovered_at
+    t = np.array(steady(0, 1000, 2) + steady(3000, 5000, 2))     # 500/s, nothing 1..3 s, 500/s again
+    # half the steady rate over a 500 ms trailing window = 125 completions: the 125th after 3000 ms
+    assert recovered_at(t, 2000, 500, 125) == 3000 + 124 * 2
+    assert recovered_at(t, 2000, 500, 10_000) is None
+    times = steady(T0, T0 + 10_000) + steady(T0 + 11_737, T0 + 20_000)
+    impact = impact_of(times, T0 + 9_000, T0 + 10_500)
+    assert impact.recover_s == pytest.approx((T0 + 11_737 + 124 * 2 - (T0 + 10_500)) / 1000)

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from fxprobe.faults.completions import Completions, first_effect, longest_gap
+from fxprobe.faults.completions import Completions, first_effect, longest_gap, recovered_at
 from fxprobe.tools.fio import FioHistLog, percentile_from_bins
 from fxprobe.core.verdict import Criterion, Outcome
 
@@ -239,9 +239,9 @@ def _analyse_exact(*, iops, bw, hist, fio_json, log_msec, load_start_ms, settle_
     recover_s = first_affected = None
     if baseline_iops:
         dense_iops = dense(iops, log_msec, load_start_ms, end_ms)
-        after = dense_iops[dense_iops.index > restore_ms]
-        back = after[after >= baseline_iops * min_throughput_pct / 100.0]
-        recover_s = max(0.0, (int(back.index[0]) - restore_ms) / 1000.0) if len(back) else None
+        back = recovered_at(done.t_ms, int(restore_ms), log_msec,
+                            baseline_iops * min_throughput_pct / 100.0 * log_msec / 1000.0)
+        recover_s = (back - restore_ms) / 1000.0 if back is not None else None
         first_affected = first_effect(done.t_ms, base_start, int(inject_ms), end_ms)
         if first_affected is None:   # no pause, but fewer successful I/O: the first window below half
             low = dense_iops[(dense_iops.index > inject_ms) & (dense_iops < baseline_iops * AFFECTED_FRACTION)]

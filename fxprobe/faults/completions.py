@@ -9,7 +9,9 @@ So from the log alone:
   (no averaging window);
 - throughput in any interval is the count (and bytes) of successful completions in it;
 - the first effect of a fault is the first gap after the injection longer than any gap of the
-  pre-fault steady state.
+  pre-fault steady state;
+- recovery is the first instant after the restore at which the trailing window (L ms) is back at the
+  wanted share of the steady-state rate (a sliding window, not one on a grid).
 
 Every job's log is merged: a gap means no job completed anything.
 """
@@ -93,3 +95,14 @@ def first_effect(t_ms: np.ndarray, base_start_ms: int, inject_ms: int, end_ms: i
     edges = np.concatenate([[inject_ms], after, [end_ms]]).astype(np.int64)
     longer = np.nonzero(np.diff(edges) > normal)[0]
     return int(edges[longer[0]]) if len(longer) else None
+
+
+def recovered_at(t_ms: np.ndarray, after_ms: int, window_ms: int, min_count: float) -> int | None:
+    """The first completion after ``after_ms`` at which the trailing ``window_ms`` (t - W, t] holds at
+    least ``min_count`` completions (a sliding window, exact to the millisecond); None if never."""
+    later = t_ms[t_ms > after_ms]
+    if not len(later):
+        return None
+    counts = np.searchsorted(t_ms, later, side="right") - np.searchsorted(t_ms, later - window_ms, side="right")
+    hit = np.nonzero(counts >= min_count)[0]
+    return int(later[hit[0]]) if len(hit) else None
