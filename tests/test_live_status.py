@@ -246,3 +246,17 @@ def test_a_real_soak_off_a_terminal_prints_one_line_per_interval_and_writes_the_
     with_json = subprocess.run(argv[:3] + ["--json"] + argv[3:], capture_output=True, text=True, timeout=120)
     assert json.loads(with_json.stdout)["outcome"] == "pass"                # stdout: the JSON alone
     assert "soak: " not in with_json.stderr                                # off a terminal, --json: no line
+
+
+def test_a_timed_phase_advances_with_the_clock_until_the_next_phase():
+    import time
+    status = Status("run", [PlainSink(lambda text: None, 0.01)])
+    status.phase("starting", planned_s=10)
+    status.timed("repeat 1/2", 0.0, 5.0, every_s=0.05)
+    time.sleep(0.3)
+    moving = status.snapshot().done_s
+    assert 0.1 < moving <= 5.0
+    status.phase("repeat 2/2", done_s=5.0)
+    time.sleep(0.2)
+    assert status.snapshot().done_s == 5.0                # the first phase's clock stopped
+    status.close()

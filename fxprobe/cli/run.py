@@ -11,12 +11,14 @@ import click
 from fxprobe.cli.app import App, finish, finish_verdict, pass_app
 from fxprobe.cli.options import PORT, POSITIVE_INT, duration, lab_option, rate
 from fxprobe.cli.profile import max_bytes_of, size_option
+from fxprobe.cli.statusline import metrics_options, metrics_sink, status_for
 from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LocalHost, SshHost
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 FIO_PORT = 8765   # fxprobe.workload.run.FIO_PORT; the heavy modules (pandas) load only when a command runs
 REPEAT_DIFF_LIMIT_PCT = 5.0
+STATUS_INTERVAL_S = 5.0   # off a terminal: one status line per 5 s of a run or sweep
 
 
 def parse_nodes(text: str | None, port: int, identity: str | None, ssh_port: int, user: str) -> list | None:
@@ -88,19 +90,22 @@ def common_options(function):
 @click.option("--no-layout", is_flag=True,
               help="Read profile on a block device: read the data already there and write nothing "
                    "(a namespace other users share; no --allow-serial needed).")
+@metrics_options
 @pass_app
 def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ssh_identity, ssh_port, ssh_user,
-        allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, dry_run, sets, no_layout) -> int:
+        allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, dry_run, sets, no_layout,
+        metrics_port, metrics_file) -> int:
     """Run profile NAME on a target: layout, cold/warm cache, ramp, repeats, steady state, merged percentiles."""
     overrides = parse_sets(sets)
     ceiling_value = ceiling_bps(ceiling, ceiling_from, ceiling_iface)
     with run_nodes(nodes, lab, fio_port, ssh_identity, ssh_port, ssh_user) as node_list:
         args = dict(nodes=node_list, repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes),
                     runtime=runtime, ramp=ramp, overrides=overrides, allow=tuple(allow), layout=not no_layout)
-        return _run(app, name, target, args, dry_run, ceiling_value)
+        return _run(app, name, target, args, dry_run, ceiling_value, metrics_sink(metrics_port, metrics_file))
 
 
-def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_value: float | None) -> int:
+def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_value: float | None,
+         metrics=None) -> int:
     from fxprobe.workload import run as workload
     if dry_run:
         plan = workload.plan_run(name, target, strict=False, **args)
@@ -109,8 +114,12 @@ def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_va
         return 0
     run_dir = app.new_run("run")
     run_dir.note(workload={"profile": name, "nodes": [n.name for n in args["nodes"]] if args["nodes"] else ["local"]})
-    result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
-                                  ceiling_bps=ceiling_value, **args)
+    status = status_for(app, "run", STATUS_INTERVAL_S, metrics)
+    try:
+        result = workload.run_profile(name, target, runner=app.runner(run_dir), progress=app.progress,
+                                      ceiling_bps=ceiling_value, status=status, **args)
+    finally:
+        status.close()
     verdict = run_verdict(result)
     return finish_verdict(app, run_dir, "run", verdict, {"workload": result.to_dict()}, result.lines())
 
@@ -155,19 +164,26 @@ def run_verdict(result) -> Verdict:
 @click.option("--vary", required=True, help="KEY=V1,V2,... with KEY jobs, threads, iodepth or concurrency.")
 @click.option("--p99-limit", "p99_limit_ms", type=duration(bare="ms", gt=0), required=True,
               help="p99 latency limit for the knee.")
+@metrics_options
 @pass_app
 def sweep(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ssh_identity, ssh_port, ssh_user,
-          allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, vary, p99_limit_ms) -> int:
+          allow, ceiling, ceiling_from, ceiling_iface, scale, max_bytes, vary, p99_limit_ms,
+          metrics_port, metrics_file) -> int:
     """Bandwidth/latency curve of NAME over one knob, and its knee under a p99 limit."""
     from fxprobe.workload import sweep as sweep_lib
     key, values = sweep_lib.parse_vary(vary)
     ceiling_value = ceiling_bps(ceiling, ceiling_from, ceiling_iface)
+    metrics = metrics_sink(metrics_port, metrics_file)
     with run_nodes(nodes, lab, fio_port, ssh_identity, ssh_port, ssh_user) as node_list:
         run_dir = app.new_run("sweep")
-        result = sweep_lib.run_sweep(
-            name, target, key, values, p99_limit_ns=int(p99_limit_ms * 1e6), runner=app.runner(run_dir),
-            progress=app.progress, nodes=node_list,
-            repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes), runtime=runtime, ramp=ramp,
-            allow=tuple(allow), ceiling_bps=ceiling_value)
+        status = status_for(app, "sweep", STATUS_INTERVAL_S, metrics)
+        try:
+            result = sweep_lib.run_sweep(
+                name, target, key, values, p99_limit_ns=int(p99_limit_ms * 1e6), runner=app.runner(run_dir),
+                progress=app.progress, nodes=node_list, status=status,
+                repeats=repeats, scale=scale, max_bytes=max_bytes_of(max_bytes), runtime=runtime, ramp=ramp,
+                allow=tuple(allow), ceiling_bps=ceiling_value)
+        finally:
+            status.close()
     outcome = Outcome.PASS if result.knee is not None else Outcome.FAIL
     return finish(app, run_dir, "sweep", {"sweep": result.to_dict()}, result.lines(), outcome)

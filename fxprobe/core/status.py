@@ -110,6 +110,7 @@ class Status:
         self._faults: Counter = Counter()
         self._open: list[str] = []
         self.sink_errors: list[str] = []      # sinks dropped after an error (kept out of the load's way)
+        self._generation = 0
 
     @property
     def active(self) -> bool:
@@ -128,6 +129,8 @@ class Status:
               unit: str | None = None) -> None:
         """A new phase; ``planned_s`` (the command's timed total) gives % and ETA from here on."""
         changes = {"phase": name, "phase_started": self.clock()}
+        with self._lock:
+            self._generation += 1          # a timed phase before this one stops advancing
         if unit is not None:
             changes["unit"] = unit
         if planned_s is not None:
@@ -138,6 +141,26 @@ class Status:
 
     def progress(self, done_s: float) -> None:
         self._change({"done_s": done_s}, None)
+
+    def timed(self, name: str, done_s: float, seconds: float, every_s: float = 1.0) -> None:
+        """A phase of known length (fio running for its runtime): the progress advances with the clock
+        from ``done_s`` up to ``done_s + seconds`` until the next phase or the end."""
+        self.phase(name, done_s=done_s)
+        if not self.active:
+            return
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        started = self.clock()
+
+        def tick():
+            while True:
+                time.sleep(every_s)
+                with self._lock:
+                    if generation != self._generation or self._snap.closed:
+                        return
+                self.progress(done_s + min(seconds, self.clock() - started))
+        threading.Thread(target=tick, name="status-clock", daemon=True).start()
 
     def interval(self, figures: Figures) -> None:
         with self._lock:

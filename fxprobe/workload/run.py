@@ -25,6 +25,7 @@ from fxprobe.core.hosts import LOCAL, Host, LocalHost
 from fxprobe.workload.jobfile import Target, job_text, region_bytes
 from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, load_profile
 from fxprobe.core.runner import Background, Runner
+from fxprobe.core.status import Figures, Status
 from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
 from fxprobe.tools import fio
 
@@ -456,7 +457,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
                 ramp: float | None = None, overrides: dict | None = None,
                 allow: tuple[str, ...] = (), ceiling_bps: float | None = None,
                 view: SystemView | None = None, log_msec: int | None = None, layout: bool = True,
-                progress: Callable[[str], None] = lambda text: None) -> WorkloadResult:
+                progress: Callable[[str], None] = lambda text: None, status=None,
+                status_prefix: str = "") -> WorkloadResult:
     """Run a profile on a target (a directory or a block device) from one or many nodes.
 
     nodes=None runs fio here directly; a list of Node runs ``fio --client`` against
@@ -484,6 +486,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
     notes: list[str] = []
     per_run = d.ramp + d.runtime
     timeout = per_run * 3 + 120
+    status = status or Status("run")
+    status.phase(f"{status_prefix}starting", planned_s=per_run * d.repeats, done_s=0.0)
     layout_timeout = 120 + d.total_bytes / 20e6
     servers = None
     if nodes:
@@ -498,6 +502,7 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             layout = "none (reads the data already on the device; nothing is written)"
         else:
             progress(f"laying out {human_bytes(d.total_bytes)} on {target} (not timed)")
+            status.phase(f"{status_prefix}layout (not timed)")
             started = time.monotonic()
             _fio(runner, layout_job, servers, layout_timeout, "fio-layout")
             layout = f"{human_bytes(region_bytes(d) if the_target.block else d.total_bytes)} written " \
@@ -518,9 +523,21 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             job = workdir / f"{prefix}.fio"
             job.write_text(job_text(d, the_target, log_prefix=str(workdir / prefix), log_msec=log_msec))
             progress(f"repeat {index}/{d.repeats}: {d.ramp:g} s ramp + {d.runtime:g} s")
+            status.timed(f"{status_prefix}repeat {index}/{d.repeats}", (index - 1) * per_run, per_run)
             result = _fio(runner, job, servers, timeout, f"fio-{prefix}")
             results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job, node_list))
+            repeat_figures(status, results[-1])
     return _summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes)
+
+
+def repeat_figures(status, repeat: RepeatResult) -> None:
+    """A finished repeat's figures on the live line: bandwidth per node, IOPS and p99 over the repeat
+    (fio's client/server run reports them only at its end)."""
+    total = repeat.bw_bytes or 0.0
+    for node, bw in repeat.per_node_bw.items():
+        status.interval(Figures(node, time.time(), bw=bw, iops=repeat.iops * (bw / total if total else 0.0),
+                                p99_ns=repeat.percentiles_ns.get(99.0), p50_ns=repeat.percentiles_ns.get(50.0),
+                                p999_ns=repeat.percentiles_ns.get(99.9)))
 
 
 class _null:

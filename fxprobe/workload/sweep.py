@@ -110,9 +110,10 @@ def run_sweep(profile: Profile | str, target: str, key: str, values: Sequence[in
         raise BadInput("--p99-limit must be > 0")
     field = override_key(profile, key)
     points = []
-    for value in values:
+    for i, value in enumerate(values, 1):
         progress(f"{key}={value}")
-        result = run_profile(profile, target, overrides={field: value}, progress=progress, **run_args)
+        result = run_profile(profile, target, overrides={field: value}, progress=progress,
+                             status_prefix=f"{key}={value} ({i}/{len(values)}) ", **run_args)
         points.append(point_of(value, result, p99_limit_ns))
     knee, detail = find_knee(points)
     return SweepResult(profile.name, key, p99_limit_ns, tuple(points), knee, detail)
