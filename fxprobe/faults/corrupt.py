@@ -15,16 +15,20 @@ from fxprobe.faults.methods import Method
 from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
 
 
+def fault_offset(fault: dict) -> int:
+    """fault.array_offset in bytes (BadInput when missing)."""
+    if fault.get("array_offset") is None:
+        raise BadInput("fault.array_offset is required for corrupt (where to overwrite)")
+    return size_bytes(fault["array_offset"])
+
+
 class LabCorrupt(Method):
     kind, via = "corrupt", "dd"
     _where: tuple[str, int] | None = None
 
     @property
     def array_offset(self) -> int:
-        if self.fault.get("array_offset") is None:
-            raise BadInput("fault.array_offset is required for corrupt (where in the export to overwrite)")
-        return int(size_bytes(self.fault["array_offset"])) if not isinstance(self.fault["array_offset"], int) \
-            else int(self.fault["array_offset"])
+        return fault_offset(self.fault)
 
     @property
     def length(self) -> int:
@@ -91,7 +95,7 @@ class HostCorrupt(Method):
 
     @property
     def offset(self) -> int:
-        return LabCorrupt.array_offset.fget(self)
+        return fault_offset(self.fault)
 
     @property
     def length(self) -> int:
