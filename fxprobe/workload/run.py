@@ -27,7 +27,7 @@ from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, 
 from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
 from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
-from fxprobe.tools import fio
+from fxprobe.tools import fio, fio_logs
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 REPEAT_DIFF_LIMIT_PCT = 5.0
@@ -203,7 +203,8 @@ def _ms(ns) -> str:
 # --------------------------------------------------------------------------- steady state
 def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int, factor: float = 1024) -> tuple[tuple[int, float], ...]:
     """Sum per-job logs into one series of (epoch ms, value x factor) per log window:
-    bw logs (KiB/s, factor 1024 -> bytes/s) or iops logs (factor 1)."""
+    bw logs (KiB/s, factor 1024 -> bytes/s) or iops logs (factor 1). For parsed frames; a run's
+    log files go through ``fio_logs.fleet_series`` (the same sums, streamed)."""
     frames = [f[["time_ms", "value"]] for f in logs if len(f)]
     if not frames:
         return ()
@@ -563,10 +564,8 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         if stats is not None:
             key = (labels.get((j.hostname, j.port)) or f"{j.hostname}:{j.port}") if j.hostname else "local"
             per_node[key] = per_node.get(key, 0.0) + stats.bw_bytes
-    logs = _job_logs(workdir, f"{prefix}_bw")
-    series = bandwidth_series(logs, log_msec)
-    iops_logs = _job_logs(workdir, f"{prefix}_iops")
-    iops_series = bandwidth_series(iops_logs, log_msec, factor=1)
+    series = fio_logs.fleet_series(_job_logs(workdir, f"{prefix}_bw"), log_msec).pairs()
+    iops_series = fio_logs.fleet_series(_job_logs(workdir, f"{prefix}_iops"), log_msec, factor=1).pairs()
     runtime_s = max((j.direction(direction).runtime_ms for j in result.jobs if j.direction(direction)), default=0) / 1000
     ios = result.total(direction, "total_ios")
     steady = steady_state(series, d.steady_tolerance_pct, log_msec, ios / runtime_s if runtime_s else None)
@@ -578,11 +577,12 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         job_file=str(job), cache=cache, bins=bins)
 
 
-def _job_logs(workdir: Path, stem: str) -> list[pd.DataFrame]:
-    """Every job's log (``stem.N.log``, ``stem.N.log.ADDRESS`` from a client/server run). An empty
-    file is a job that completed no I/O inside a log window (a big chunk on a slow link): it adds
-    no samples, and the steady-state test then says there were too few windows to judge."""
-    return [fio.parse_fio_log(p) for p in sorted(workdir.glob(f"{stem}.*.log*")) if p.stat().st_size > 0]
+def _job_logs(workdir: Path, stem: str) -> list[Path]:
+    """Every job's log (``stem.N.log``, ``stem.N.log.ADDRESS`` from a client/server run), streamed by
+    ``fio_logs.fleet_series``. An empty file is a job that completed no I/O inside a log window (a
+    big chunk on a slow link): it adds no samples, and the steady-state test then says there were
+    too few windows to judge."""
+    return sorted(workdir.glob(f"{stem}.*.log*"))
 
 
 def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[Node], layout: str,
