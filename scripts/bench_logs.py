@@ -9,8 +9,8 @@ rounds are interleaved so drift hits every mode alike, and the median of ``--rou
 
 Cases:
   bw     --hosts (8) bandwidth logs: bare readers of the same files (pandas.read_csv C engine, the
-         reference; pandas with engine="pyarrow"; pyarrow.csv.read_csv; polars.read_csv when polars is
-         installed), ``fio2gnuplot -b`` (fio's own log tool, the Debian fio package's /usr/bin/fio2gnuplot)
+         reference; pandas with engine="pyarrow" and pyarrow.csv.read_csv when pyarrow is installed;
+         polars.read_csv), ``fio2gnuplot -b`` (fio's own log tool, the Debian fio package's /usr/bin/fio2gnuplot)
          and fxprobe: ``tools.fio_logs.fleet_series`` (every file streamed, validated, the per-second
          sum over hosts and each host's stalled seconds).
   fleet  --fleet-hosts (64) bandwidth logs: fxprobe's peak RSS, beside pandas.read_csv holding them.
@@ -21,12 +21,18 @@ Cases:
          does each second) for --sampler-seconds against a sysfs tree of --sampler-paths fabric
          controllers: CPU seconds (psutil) per hour of soak, as a fraction of one core.
 
-Why pyarrow's CSV reader: on these files it is the fastest maintained reader measured here
-(pyarrow.csv ~2-3x faster than pandas' C engine; pandas' own pyarrow engine pays for converting
-to a DataFrame and came out slower than the C engine; polars 2.1 parsed fio's ", " separated
-integers no faster than pandas), it streams a file in blocks of a chosen size (``open_csv``), so
-memory stays at one block, and it checks every field against the declared int64/float64 type
-as it parses. Run ``scripts/bench logs`` to see the figures on this machine.
+Why these readers (measured on this machine, 8 hosts x 72 h of bw logs, CPU time of the same files,
+load 3-15 from other agents): pandas.read_csv (C engine) 0.46-0.64 s; pyarrow's CSV reader 0.25-0.28 s;
+polars with typed columns 0.20-0.26 s (untyped, polars reads fio's ' 1250061' as text). polars and
+pyarrow are within noise of each other, both about half of pandas C; fxprobe reads bw/IOPS logs with
+polars because it was the lower of the two in most rounds and streams a file in typed batches
+(``scan_csv(...).collect_batches()``) that are checked as they are parsed, one host per core.
+pandas' own engine="pyarrow" came out no faster than its C engine (it pays for building the DataFrame).
+For histogram logs (1,859 fields a line)
+every columnar reader pays per column: numpy's C ``loadtxt`` read them 2.5x faster than pandas C and
+3x faster than pyarrow, so fxprobe parses those in 16 MiB text blocks with it. The bw case prints
+each reader beside fxprobe (a reader not installed is skipped); ``scripts/bench logs`` shows the
+figures of the machine it runs on.
 
     scripts/bench logs [--hours 72] [--hosts 8] [--fleet-hosts 64] [--hist-hosts 8] [--hist-msec 10000]
                        [--rounds 3] [--cases bw,fleet,hist,sampler] [--json]
@@ -132,21 +138,31 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_s(who=resource.RUSAGE_SELF) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 def child(mode: str, paths: list[str]) -> dict:
     sys.path.insert(0, str(ROOT))
     import pandas as pd
-    import pyarrow.csv as pcsv
     from fxprobe.tools import fio_logs
     try:
         import polars as pl
     except ImportError:
         pl = None
+    try:
+        import pyarrow.csv as pcsv
+    except ImportError:
+        pcsv = None
     imports = _rss_mib()
     out: dict = {}
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), _cpu_s()
     if mode == "pandas-c":                 # the reference: every frame held, as an analysis would
         frames = [pd.read_csv(p, header=None, engine="c") for p in paths]
         out["rows"] = sum(len(f) for f in frames)
+    elif mode in ("pandas-pyarrow", "pyarrow-csv") and pcsv is None:
+        return {"mode": mode, "skipped": "pyarrow is not installed (pip install pyarrow)"}
     elif mode == "pandas-pyarrow":
         frames = [pd.read_csv(p, header=None, engine="pyarrow") for p in paths]
         out["rows"] = sum(len(f) for f in frames)
@@ -156,7 +172,10 @@ def child(mode: str, paths: list[str]) -> dict:
     elif mode == "polars":
         if pl is None:
             return {"mode": mode, "skipped": "polars is not installed (pip install polars)"}
-        frames = [pl.read_csv(p, has_header=False) for p in paths]
+        names = [f"f{i}" for i in range(5)]          # typed: untyped, polars reads ' 1250061' as text
+        frames = [pl.read_csv(p, has_header=False, new_columns=names,
+                              schema_overrides={n: pl.Float64 if n == "f1" else pl.Int64 for n in names})
+                  for p in paths]
         out["rows"] = sum(f.height for f in frames)
     elif mode == "fxprobe":
         series = fio_logs.fleet_series(paths, 1000)
@@ -182,14 +201,14 @@ def child(mode: str, paths: list[str]) -> dict:
         shutil.rmtree(outdir, ignore_errors=True)
         imports = 0.0
         seconds = time.perf_counter() - began
-        return {"mode": mode, "seconds": seconds, **out, "imports_rss_mib": imports,
-                "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+        return {"mode": mode, "seconds": seconds, "cpu_s": _cpu_s(resource.RUSAGE_CHILDREN), **out,
+                "imports_rss_mib": imports, "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
     elif mode == "sampler":
         return sampler(float(paths[0]), Path(paths[1]))
     else:
         raise SystemExit(f"unknown mode {mode}")
-    return {"mode": mode, "seconds": time.perf_counter() - began, **out, "imports_rss_mib": imports,
-            "peak_rss_mib": _rss_mib()}
+    return {"mode": mode, "seconds": time.perf_counter() - began, "cpu_s": _cpu_s() - cpu, **out,
+            "imports_rss_mib": imports, "peak_rss_mib": _rss_mib()}
 
 
 def sampler(seconds: float, records: Path) -> dict:
@@ -244,10 +263,11 @@ def rounds(modes: dict[str, list], count: int) -> dict[str, dict]:
             continue
         out[mode] = {"median_s": statistics.median(r["seconds"] for r in items),
                      "times_s": [round(r["seconds"], 3) for r in items],
+                     "median_cpu_s": statistics.median(r["cpu_s"] for r in items),
                      "peak_rss_mib": max(r["peak_rss_mib"] for r in items),
                      "imports_rss_mib": max(r["imports_rss_mib"] for r in items),
                      **{k: v for k, v in items[0].items() if k not in ("mode", "seconds", "peak_rss_mib",
-                                                                       "imports_rss_mib")}}
+                                                                       "imports_rss_mib", "cpu_s")}}
     return out
 
 
@@ -262,7 +282,10 @@ def case_bw(folder: Path, paths: list[Path], count: int) -> dict:
     ref, fx = result["modes"]["pandas-c"], result["modes"]["fxprobe"]
     result["ratios_vs_pandas_c"] = {m: r["median_s"] / ref["median_s"] for m, r in result["modes"].items()
                                     if "median_s" in r}
+    result["cpu_ratios_vs_pandas_c"] = {m: r["median_cpu_s"] / ref["median_cpu_s"]
+                                        for m, r in result["modes"].items() if "median_s" in r}
     result["time_ratio"] = fx["median_s"] / ref["median_s"]
+    result["cpu_ratio"] = fx["median_cpu_s"] / ref["median_cpu_s"]
     gnu = result["modes"].get("fio2gnuplot")
     result["fio2gnuplot_speedup"] = gnu["median_s"] / fx["median_s"] if gnu and "median_s" in gnu else None
     if "fio2gnuplot" not in modes:
@@ -309,10 +332,11 @@ def print_text(result: dict, args) -> None:
                 print(f"  {mode:15} skipped: {r['skipped']}")
                 continue
             imports = r["imports_rss_mib"] or imports
-            print(f"  {mode:15} {r['median_s']:7.2f} s  peak RSS {r['peak_rss_mib']:6,.0f} MiB  "
-                  f"x{bw['ratios_vs_pandas_c'][mode]:.2f} of pandas C  ({', '.join(map(str, r['times_s']))})")
+            print(f"  {mode:15} {r['median_s']:7.2f} s (x{bw['ratios_vs_pandas_c'][mode]:5.2f} of pandas C)  "
+                  f"CPU {r['median_cpu_s']:6.2f} s (x{bw['cpu_ratios_vs_pandas_c'][mode]:5.2f})  "
+                  f"peak RSS {r['peak_rss_mib']:6,.0f} MiB  rounds {', '.join(map(str, r['times_s']))} s")
         print(f"  fxprobe / pandas.read_csv (C engine): time {bw['time_ratio']:.2f}x "
-              f"(goal <= {TIME_GOAL}x): {_verdict(bw['time_ratio'] <= TIME_GOAL)}")
+              f"(goal <= {TIME_GOAL}x): {_verdict(bw['time_ratio'] <= TIME_GOAL)}; CPU time {bw['cpu_ratio']:.2f}x")
         if bw["fio2gnuplot_speedup"] is not None:
             print(f"  fxprobe vs fio2gnuplot -b: {bw['fio2gnuplot_speedup']:.1f}x faster "
                   f"(goal >= {FIO2GNUPLOT_GOAL:g}x): {_verdict(bw['fio2gnuplot_speedup'] >= FIO2GNUPLOT_GOAL)}")
@@ -337,7 +361,7 @@ def print_text(result: dict, args) -> None:
         print(f"  pandas-c  {ref['median_s']:7.2f} s  peak RSS {ref['peak_rss_mib']:6,.0f} MiB (one file at a time); "
               f"time ratio fxprobe / pandas-c {hi['time_ratio']:.2f}x")
     if imports:
-        print(f"imports alone (python, numpy, pandas, pyarrow, fxprobe): about {imports:,.0f} MiB of each peak RSS")
+        print(f"imports alone (python, numpy, pandas, polars, fxprobe): about {imports:,.0f} MiB of each peak RSS")
     if "sampler" in result:
         s = result["sampler"]
         print(f"soak sampler at 1 Hz ({s['samples']} samples in {s['wall_s']:.0f} s, {s['paths']} NVMe paths): "

@@ -35,9 +35,9 @@ def bw_logs(tmp_path):
             for h in range(4)]
 
 
-@pytest.mark.parametrize("block_bytes", [1 << 20, 4096])
-def test_fleet_series_equals_bandwidth_series_of_parsed_frames(bw_logs, block_bytes):
-    series = fio_logs.fleet_series(bw_logs, 1000, block_bytes=block_bytes)
+@pytest.mark.parametrize("block_rows", [1 << 20, 50])
+def test_fleet_series_equals_bandwidth_series_of_parsed_frames(bw_logs, block_rows):
+    series = fio_logs.fleet_series(bw_logs, 1000, block_rows=block_rows)
     assert series.pairs() == bandwidth_series([fio.parse_fio_log(p) for p in bw_logs], 1000)
     assert series.lines == sum(len(p.read_text().splitlines()) for p in bw_logs)
     for host, path in zip(series.hosts, bw_logs):
@@ -60,16 +60,26 @@ def test_fleet_series_skips_empty_logs_and_names_a_bad_one(tmp_path, bw_logs):
     assert fio_logs.fleet_series([empty, *bw_logs], 1000).pairs() == fio_logs.fleet_series(bw_logs, 1000).pairs()
     bad = tmp_path / "bad_bw.1.log"
     bad.write_text(bw_logs[0].read_text() + f"{T0}, x, 0, 4096, 0\n")
-    with pytest.raises(ParseError, match="bad_bw.1.log.*invalid value 'x'"):
-        fio_logs.fleet_series([bad], 1000, block_bytes=4096)
+    with pytest.raises(ParseError, match="bad_bw.1.log.*could not parse ` x`"):
+        fio_logs.fleet_series([bad], 1000, block_rows=50)
     short = tmp_path / "short_bw.1.log"
     short.write_text("1, 2, 3\n")
     with pytest.raises(ParseError, match="short_bw.1.log.*3 fields per line"):
         fio_logs.fleet_series([short], 1000)
     ragged = tmp_path / "ragged_bw.1.log"
     ragged.write_text("1, 2, 0, 4096, 0\n2, 3, 0\n")
-    with pytest.raises(ParseError, match="ragged_bw.1.log.*Expected 5 columns"):
+    with pytest.raises(ParseError, match="ragged_bw.1.log.*fewer than 5 fields"):
         fio_logs.fleet_series([ragged], 1000)
+    ragged.write_text("1, 2, 0, 4096, 0\n2, 3, 0, 4096, 0, 7\n")
+    with pytest.raises(ParseError, match="ragged_bw.1.log.*not a comma-separated fio log"):
+        fio_logs.fleet_series([ragged], 1000)
+    blank = tmp_path / "blank_bw.1.log"
+    blank.write_text("\n" + bw_logs[0].read_text().replace("\n", "\n\n", 3))
+    assert fio_logs.fleet_series([blank], 1000).pairs() == fio_logs.fleet_series([bw_logs[0]], 1000).pairs()
+    huge = tmp_path / "huge_bw.1.log"
+    huge.write_text("1, 2, 0, 4096, 0\n2, 1e300, 0, 4096, 0\n")
+    with pytest.raises(ParseError, match="huge_bw.1.log.*out of range"):
+        fio_logs.fleet_series([huge], 1000)
 
 
 def write_hist(path: Path, rng, windows: int, coarseness: int = 0, prio: bool = False, mixed: bool = False) -> Path:

@@ -1,9 +1,10 @@
 """fio's per-second logs at fleet scale: streamed in blocks, merged across hosts in one pass.
 
 A 72 h soak on 64 hosts is 16.6 million bandwidth lines; its latency histogram logs hold 1,856 bins
-per line. Nothing here holds a whole fleet, or even a whole file: each file is read in blocks of
-about ``BLOCK_BYTES`` by pyarrow's CSV reader (the fastest maintained reader measured on fio's
-logs, see ``scripts/bench_logs.py``), and each block is folded into running sums at once:
+per line. Nothing here holds a whole fleet, or even a whole file: each file is read in blocks
+(bw/IOPS logs by polars' streaming CSV reader, the fastest maintained reader measured on them;
+hist logs by numpy's C ``loadtxt``, the fastest on 1,859-field lines: see ``scripts/bench_logs.py``),
+and each block is folded into running sums at once; hosts are read side by side on the cores:
 
 - ``fleet_series``: bandwidth (or IOPS) logs of many hosts -> one series of log windows, the sum
   over hosts per window (what ``workload.run.bandwidth_series`` computes from DataFrames), with
@@ -12,7 +13,7 @@ logs, see ``scripts/bench_logs.py``), and each block is folded into running sums
   summed bin by bin (exact: every host logs the same bin layout), so fleet percentiles follow
   fio's own rule over all samples (percentiles themselves can never be averaged).
 
-Peak memory is one block of one host plus the sums (a series of windows, or bins per direction).
+Peak memory is one block per core plus the sums (a series of windows, or bins per direction).
 Formats: axboe/fio HOWTO.rst "Log File Formats"; histogram bins as stat.h lays them out
 (``fio.bin_value_ns``), folded by ``log_hist_coarseness`` as tools/hist/fiologparser_hist.py does.
 """
@@ -22,18 +23,20 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pcsv
+import polars as pl
 
 from fxprobe.core.errors import ParseError
 from fxprobe.tools.fio import LOG_COLUMNS, PLAT_NR, hist_bin_values_ns, percentile_from_bins
 
-BLOCK_BYTES = 16 << 20          # text per block: ~1.7 M bandwidth lines or ~3,000 histogram lines
+BLOCK_ROWS = 500_000            # lines per block of a bw/IOPS log (~19 MiB of text, 20 MiB of columns)
+BLOCK_BYTES = 16 << 20          # text per block of a hist log: ~3,000 lines of 1,859 fields
 LIMIT = 2.0**62                 # larger magnitudes are not fio's numbers (and lose int64 exactness)
 HIST_SIZES = {PLAT_NR >> c: c for c in range(0, 7)}   # bins per line -> log_hist_coarseness
 
@@ -44,10 +47,6 @@ def _name(log: LogSource, source: str | None) -> str:
     if source:
         return source
     return "fio log" if isinstance(log, bytes) else Path(log).name
-
-
-def _open(log: LogSource):
-    return io.BytesIO(log) if isinstance(log, bytes) else pa.OSFile(os.fspath(log), "rb")
 
 
 def _first_line(log: LogSource, source: str) -> str | None:
@@ -70,40 +69,39 @@ def field_count(log: LogSource, source: str | None = None) -> int:
 
 
 def iter_blocks(log: LogSource, source: str | None = None, *, width: int | None = None,
-                float_columns: Sequence[int] = (), block_bytes: int = BLOCK_BYTES) -> Iterator[list[np.ndarray]]:
-    """The columns of a comma-separated fio log, one block of lines at a time.
+                float_columns: Sequence[int] = (), block_rows: int = BLOCK_ROWS) -> Iterator[list[np.ndarray]]:
+    """The columns of a comma-separated fio log, about ``block_rows`` lines at a time (polars'
+    streaming CSV reader).
 
     Every column is int64 except ``float_columns`` (float64); a value that is not a number, an
     empty field, a line with another field count, or a magnitude of 2^62 or more is a ParseError
-    naming the source (and, where pyarrow says it, the column)."""
+    naming the source (and the column where it is known). Blank lines are skipped."""
     source = _name(log, source)
     width = field_count(log, source) if width is None else width
     if width == 0:
         return
     names = [f"f{i}" for i in range(width)]
-    types = {n: (pa.float64() if i in float_columns else pa.int64()) for i, n in enumerate(names)}
+    schema = {n: (pl.Float64 if i in float_columns else pl.Int64) for i, n in enumerate(names)}
     try:
-        reader = pcsv.open_csv(
-            _open(log),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=block_bytes),
-            parse_options=pcsv.ParseOptions(delimiter=","),
-            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
-                                                quoted_strings_can_be_null=False))
-        for batch in reader:
-            columns = []
-            for i, column in enumerate(batch.columns):
-                if column.null_count:
-                    raise ParseError(source, names[i], "empty field")
-                values = column.to_numpy(zero_copy_only=False)
-                if i in float_columns and not np.isfinite(values).all():
+        frame = pl.scan_csv(io.BytesIO(log) if isinstance(log, bytes) else os.fspath(log), has_header=False,
+                            new_columns=names, schema_overrides=schema)
+        for batch in frame.collect_batches(chunk_size=block_rows):
+            if any(batch.null_count().row(0)):
+                batch = batch.filter(~pl.all_horizontal(pl.all().is_null()))     # blank lines
+                for name, nulls in zip(names, batch.null_count().row(0)):
+                    if nulls:
+                        raise ParseError(source, name, f"empty field or fewer than {width} fields on a line")
+            columns = [batch.get_column(name).to_numpy() for name in names]
+            for i in float_columns:
+                if not np.isfinite(columns[i]).all():
                     raise ParseError(source, names[i], "not a finite number")
-                columns.append(values)
             _check_range(columns, source)
-            yield columns
-    except pa.ArrowInvalid as exc:
+            if len(columns[0]):
+                yield columns
+    except pl.exceptions.PolarsError as exc:
         raise ParseError(source, "log", f"not a comma-separated fio log: {str(exc).splitlines()[0][:160]}") from None
-    except (OSError, pa.ArrowIOError) as exc:
-        raise ParseError(source, "log", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise ParseError(source, "log", f"cannot read: {exc.strerror or exc}") from None
 
 
 def _check_range(columns: list[np.ndarray], source: str) -> None:
@@ -155,8 +153,21 @@ class _Windows:
         self.sums = np.zeros(0)
         self.seen = np.zeros(0, dtype=np.int64)
 
-    def add(self, index: np.ndarray, values: np.ndarray) -> None:
+    def add(self, index: np.ndarray, values: np.ndarray | None) -> None:
+        """Add ``values`` (None: only count) at window ``index``."""
         low, high = int(index.min()), int(index.max()) + 1
+        at = self._cover(low, high)
+        if values is not None:
+            self.sums[at:at + high - low] += np.bincount(index - low, weights=values)
+        self.seen[at:at + high - low] += np.bincount(index - low)
+
+    def merge(self, other: "_Windows") -> None:
+        at = self._cover(other.low, other.low + len(other.seen))
+        self.sums[at:at + len(other.sums)] += other.sums
+        self.seen[at:at + len(other.seen)] += other.seen
+
+    def _cover(self, low: int, high: int) -> int:
+        """Grow to hold windows low..high-1; returns where ``low`` is."""
         if not len(self.sums):
             self.low, self.sums, self.seen = low, np.zeros(high - low), np.zeros(high - low, dtype=np.int64)
         if low < self.low or high > self.low + len(self.sums):
@@ -165,13 +176,11 @@ class _Windows:
             sums[self.low - new_low:self.low - new_low + len(self.sums)] = self.sums
             seen[self.low - new_low:self.low - new_low + len(self.seen)] = self.seen
             self.low, self.sums, self.seen = new_low, sums, seen
-        offset = index - self.low
-        self.sums += np.bincount(offset, weights=values, minlength=len(self.sums))
-        self.seen += np.bincount(offset, minlength=len(self.seen))
+        return low - self.low
 
 
 def fleet_series(logs: Iterable[LogSource], log_msec: int, factor: float = 1024, *,
-                 ddir: int | None = None, block_bytes: int = BLOCK_BYTES) -> FleetSeries:
+                 ddir: int | None = None, block_rows: int = BLOCK_ROWS) -> FleetSeries:
     """Sum bw (factor 1024: KiB/s -> bytes/s) or IOPS (factor 1) logs of many hosts per log window.
 
     Windows are counted from the earliest first stamp of any log, as ``bandwidth_series`` does
@@ -190,30 +199,51 @@ def fleet_series(logs: Iterable[LogSource], log_msec: int, factor: float = 1024,
               for log, name, width in zip(logs, names, widths) if width]
     if not firsts:
         return FleetSeries(log_msec, np.zeros(0, dtype=np.int64), np.zeros(0), ())
-    start, half = min(firsts), log_msec // 2
+    start = min(firsts)
     windows, hosts = _Windows(), []
-    for log, name, width in zip(logs, names, widths):
-        lines = zeros = 0
-        first = last = None
-        own = _Windows()
-        for columns in iter_blocks(log, name, width=width, float_columns=(1,), block_bytes=block_bytes):
-            stamps, values = columns[0], columns[1]
-            if ddir is not None:
-                keep = columns[2] == ddir
-                stamps, values = stamps[keep], values[keep]
-            if not len(stamps):
-                continue
-            index = (stamps - start + half) // log_msec
-            windows.add(index, values)
-            own.add(index, np.zeros(len(index)))
-            lines += len(stamps)
-            zeros += int((values == 0).sum())
-            first = int(stamps[0]) if first is None else first
-            last = int(stamps[-1])
-        hosts.append(HostLog(name, lines, int((own.seen > 0).sum()), zeros, first, last))
+    jobs = [(log, name, width) for log, name, width in zip(logs, names, widths)]
+    for own, host in _bounded_map(lambda job: _host_windows(*job, start, log_msec, ddir, block_rows), jobs):
+        if own.seen.size:
+            windows.merge(own)
+        hosts.append(host)
     present = np.flatnonzero(windows.seen)
     stamps = (present + windows.low).astype(np.int64) * log_msec + start
     return FleetSeries(log_msec, stamps, windows.sums[present] * factor, tuple(hosts))
+
+
+def _host_windows(log: LogSource, name: str, width: int, start: int, log_msec: int, ddir: int | None,
+                  block_rows: int) -> tuple[_Windows, HostLog]:
+    """One host's log folded into per-window sums, block by block."""
+    own, lines, zeros, first, last = _Windows(), 0, 0, None, None
+    for columns in iter_blocks(log, name, width=width, float_columns=(1,), block_rows=block_rows):
+        stamps, values = columns[0], columns[1]
+        if ddir is not None:
+            keep = columns[2] == ddir
+            stamps, values = stamps[keep], values[keep]
+        if not len(stamps):
+            continue
+        own.add((stamps - start + log_msec // 2) // log_msec, values)
+        lines += len(stamps)
+        zeros += int(np.count_nonzero(values == 0))
+        first = int(stamps[0]) if first is None else first
+        last = int(stamps[-1])
+    return own, HostLog(name, lines, int(np.count_nonzero(own.seen)), zeros, first, last)
+
+
+def _bounded_map(function, items: list, workers: int | None = None) -> Iterator:
+    """``function`` over ``items`` in order, at most ``workers`` (the cores, up to 4) at once: polars
+    parses without the GIL, so hosts are read side by side, and only that many hosts' sums exist at a time."""
+    workers = max(1, min(workers or os.cpu_count() or 1, 4, len(items)))
+    if workers == 1:
+        yield from map(function, items)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        pending = deque(pool.submit(function, item) for item in items[:workers])
+        for item in items[workers:]:
+            yield pending.popleft().result()
+            pending.append(pool.submit(function, item))
+        while pending:
+            yield pending.popleft().result()
 
 
 # -- latency histogram logs of a fleet ------------------------------------------------------
@@ -280,7 +310,7 @@ def _text_blocks(log: LogSource, source: str, block_bytes: int) -> Iterator[tupl
 def iter_hist_blocks(log: LogSource, source: str | None = None, *,
                      block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarray]:
     """A hist log as int64 arrays (lines x fields), one block at a time. numpy's C ``loadtxt`` and
-    not pyarrow: with 1,859 fields per line, pyarrow's per-column work costs more than parsing
+    not polars or pyarrow: with 1,859 fields per line, their per-column work costs more than parsing
     (see scripts/bench_logs.py)."""
     source = _name(log, source)
     for first, text in _text_blocks(log, source, block_bytes):
