@@ -28,11 +28,10 @@ pyarrow are within noise of each other, both about half of pandas C; fxprobe rea
 polars because it was the lower of the two in most rounds and streams a file in typed batches
 (``scan_csv(...).collect_batches()``) that are checked as they are parsed, one host per core.
 pandas' own engine="pyarrow" came out no faster than its C engine (it pays for building the DataFrame).
-For histogram logs (1,859 fields a line)
-every columnar reader pays per column: numpy's C ``loadtxt`` read them 2.5x faster than pandas C and
-3x faster than pyarrow, so fxprobe parses those in 16 MiB text blocks with it. The bw case prints
-each reader beside fxprobe (a reader not installed is skipped); ``scripts/bench logs`` shows the
-figures of the machine it runs on.
+For histogram logs (1,859 fields a line) every columnar reader pays per column: numpy's C ``loadtxt``
+read them 2.5x faster than pandas C and 3x faster than pyarrow, so fxprobe parses those in 16 MiB
+text blocks with it. The bw case prints each reader beside fxprobe (a reader not installed is
+skipped); ``scripts/bench logs`` shows the figures of the machine it runs on.
 
     scripts/bench logs [--hours 72] [--hosts 8] [--fleet-hosts 64] [--hist-hosts 8] [--hist-msec 10000]
                        [--rounds 3] [--cases bw,fleet,hist,sampler] [--json]
