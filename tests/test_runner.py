@@ -1,5 +1,6 @@
 import json
 import sys
+import time
 
 import pytest
 
@@ -97,3 +98,24 @@ def test_ssh_that_never_reached_the_command_is_told_apart_from_a_failed_command(
     assert never_connected(result(255, "Connection timed out during banner exchange\n"))
     assert not never_connected(result(1, "cat: /sys/x: No such file or directory\n"))
     assert not never_connected(result(255, "fio: some error\n"))
+
+
+def test_a_command_whose_own_processes_keep_its_output_open_still_returns(tmp_path, monkeypatch):
+    """fio's job processes live in sessions of their own and can outlive a killed main process while
+    holding its output pipe; the call returns ORPHAN_GRACE_S after the command ended, and kills them."""
+    import psutil
+    from fxprobe.core import runner as runner_module
+    monkeypatch.setattr(runner_module, "ORPHAN_GRACE_S", 1.0)
+    marker = tmp_path / "orphan.pid"
+    script = ("import subprocess, sys; p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
+              f"open({str(marker)!r}, 'w').write(str(p.pid)); sys.exit(3)")
+    started = time.monotonic()
+    result = Runner(RunDir.create(tmp_path, "t")).run([sys.executable, "-c", script], timeout=120)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 3 and not result.timed_out
+    orphan = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(orphan) and psutil.Process(orphan).status() != psutil.STATUS_ZOMBIE \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE

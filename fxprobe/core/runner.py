@@ -20,6 +20,67 @@ from fxprobe.core.errors import NotRunnable, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.rundir import RunDir, utc_stamp
 
+ORPHAN_GRACE_S = 10.0   # how long a finished command's own processes may keep its output open
+
+
+def _communicate(process: subprocess.Popen, input: str | None, timeout: float) -> tuple[str, str, bool]:
+    """(stdout, stderr, timed out) of ``process``, bounded by ``timeout`` also when the command ended but
+    processes it started live on holding its output open (fio's job processes, in sessions of their own,
+    outlive a killed main process): after ORPHAN_GRACE_S they are killed, as a timed-out command's are."""
+    deadline = time.monotonic() + timeout
+    ended_at = None
+    while True:
+        try:
+            out, err = process.communicate(input=input, timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if ended_at is None and process.poll() is not None:
+            ended_at = now
+        timed_out = now >= deadline
+        if timed_out or (ended_at is not None and now - ended_at >= ORPHAN_GRACE_S):
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = _drain(process)
+            return out, err, timed_out
+
+
+def _drain(process: subprocess.Popen) -> tuple[str, str]:
+    """What is left of the output once the command's group is killed; processes still holding its pipes
+    (they left its session) are found by the pipes' inodes in /proc and killed too."""
+    for attempt in range(3):
+        try:
+            return process.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            for pid in _pipe_holders(process):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+    return "", ""
+
+
+def _pipe_holders(process: subprocess.Popen) -> set[int]:
+    pipes = {f"pipe:[{os.fstat(s.fileno()).st_ino}]" for s in (process.stdout, process.stderr)
+             if s is not None and not s.closed}
+    holders = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if any(os.readlink(fd) in pipes for fd in (entry / "fd").iterdir()):
+                holders.add(int(entry.name))
+        except OSError:
+            continue
+    return holders
+
+
 # Debian package that provides each wrapped command (for "how to fix" hints).
 PACKAGE_OF = {
     "fio": "fio", "nvme": "nvme-cli", "ib_read_bw": "perftest", "ib_write_bw": "perftest",
@@ -203,7 +264,6 @@ class Runner:
             return CommandResult(tuple(full), host.name, None, "", "", started, started, 0.0,
                                  dry_run=True, name=name)
         process_env = {**os.environ, **(env or {})}
-        timed_out = False
         try:
             process = subprocess.Popen(full, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -215,14 +275,7 @@ class Runner:
         except PermissionError as exc:
             raise NotRunnable(f"`{full[0]}` cannot be executed: {exc.strerror}") from None
         try:
-            out, err = process.communicate(input=input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, err = process.communicate()
+            out, err, timed_out = _communicate(process, input, timeout)
         except BaseException:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
