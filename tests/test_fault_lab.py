@@ -151,7 +151,8 @@ def test_link_down_two_paths_default_then_advised_timeouts(lab, tmp_path):
     code2, second = run_fault(lab, tuned_dir, tuned)
     stall_tuned = second["impact"]["longest_stall_s"]
     print(f"link-down, 2 paths, advised timeouts: stall {stall_tuned} s, verdict {second['verdict']}")
-    assert all(c.get("kato") == "2" for c in second["timeouts"]["controllers"].values()), second["timeouts"]
+    kato = str(tomllib.loads((SCENARIO_DIR / "link-down-tuned.toml").read_text())["lab"]["keep_alive_tmo"])
+    assert all(c.get("kato") == kato for c in second["timeouts"]["controllers"].values()), second["timeouts"]
     assert stall_tuned < stall_default
     # the paths are back as connected at the start (default timeouts) for the next test
     from fxprobe.faults.labprep import controllers_of

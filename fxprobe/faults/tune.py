@@ -108,7 +108,7 @@ class Row:
     def line(self) -> str:
         stalls = "/".join(f"{s:.1f}" if s is not None else "?" for s in self.stalls)
         thr = format_number(self.throughput_min_pct, "%") if self.throughput_min_pct is not None else "?"
-        return (f"{self.transport:4} {setting_label(self.setting):56} stall {stalls} s, errors {self.errors}, "
+        return (f"{self.transport:4} {setting_label(self.setting):61} stall {stalls} s, errors {self.errors}, "
                 f"throughput min {thr}, invisible {self.invisible}/{self.trials}"
                 + (f", {self.failed_runs} run(s) failed" if self.failed_runs else ""))
 
