@@ -66,3 +66,19 @@ def test_three_pulls_in_raid6_are_refused_naming_the_combination(lab, tmp_path):
     assert dry.returncode == 3, dry.stderr[-2000:]          # a dry run: not run
     lines = json.loads(dry.stdout)["plan"]["lines"]
     assert any(line.startswith("REFUSED (allowed by --allow-visible): pulling") for line in lines), lines
+
+
+def test_two_pulls_of_a_raid5_twin_are_visible_with_allow_visible(lab, tmp_path):
+    free = lab.state.free_slots()[:3]
+    assert len(free) == 3, "the session lab keeps slots 20-23 free"
+    scenario = scenario_file(tmp_path, "drive-pull-two", {"slots": free[:2], "delay_s": 0.0},
+                             {"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s": 3})
+    text = scenario.read_text().replace('export = "main"', f'export = "twin"\ntwin_level = "raid5"\ntwin_slots = {free}')
+    scenario.write_text(text)
+    refused = fault_run(lab, tmp_path, scenario)
+    assert refused.returncode == 2 and "raid5 survives 1 missing" in refused.stderr, refused.stderr[-2000:]
+    done = fault_run(lab, tmp_path, scenario, "--allow-visible")
+    result = json.loads(done.stdout)
+    assert result["verdict"] == "visible" and done.returncode == 1, (result.get("criteria"), done.stderr[-1500:])
+    assert result["impact"]["errors"] > 0
+    assert "twin" not in [e.name for e in lab.state.exports] and all(lab.drive(s).present for s in free)

@@ -183,8 +183,10 @@ class LabDrivePull(Method):
         drive = self.env.lab.drive(self.slot)
         export = self.env.lab.state.export_named(drive.export) if drive.export else None
         level = export.level if export else None
+        # beyond redundancy (a planted --allow-visible run) md has failed: the drives only go back in their slots
+        beyond = len(self.slots) > 1 and bool(self.refusals())
         record = {"method": "lab-drive", "lab": self.env.lab.name, "slot": self.slot,
-                  "md_readd": REDUNDANCY.get(level, 1) != 0}
+                  "md_readd": REDUNDANCY.get(level, 1) != 0 and not beyond}
         return record if len(self.slots) == 1 else {**record, "method": "lab-drives", "slots": self.slots}
 
     def inject(self) -> None:
