@@ -34,3 +34,10 @@ def test_other_lines_are_ignored():
 def test_any_text_parses_without_raising(text):
     for mismatch in parse_fio_verify_errors(text):
         assert mismatch.offset >= 0
+
+
+def test_failures_captured_in_the_lab_below_md_parse():
+    # captured: tests/test_lab_verify.py, zeros over 256 KiB at 1 MiB of a raid0 twin, written on a member
+    found = parse_fio_verify_errors((FIXTURES / "lab-raid0-below-md-3.33.stderr").read_text())
+    assert len(found) == 18 and all(m.field == "magic" and (m.found, m.expected) == ("0", "acca") for m in found)
+    assert all(1048576 <= m.offset < 1048576 + 262144 and m.file.startswith("/dev/nvme") for m in found)

@@ -25,7 +25,7 @@ from fxprobe.faults.scenario import SCENARIO_DIR
 pytestmark = pytest.mark.lab
 
 SHORT = {"steady_s": 5, "settle_s": 1, "fault_s": 3, "recover_s": 3}
-REGION = "16M"
+SMALL = "2M"      # 512 blocks: read over and over in seconds even at the ~80 IOPS of a loaded TCG lab
 
 
 def _value(v) -> str:
@@ -78,7 +78,7 @@ def corrupt_scenario(tmp_path: Path, array_offset: str) -> Path:
         "description": "zeros below md on a raid0 member while a verifying read load runs",
         "fault": {"kind": "corrupt", "array_offset": array_offset, "length": "256k"},
         "timing": SHORT,
-        "load": {"rw": "randread", "bs": "4k", "iodepth": 8, "region": REGION},
+        "load": {"rw": "randread", "bs": "4k", "iodepth": 8, "region": SMALL},
         "lab": {"export": "twin", "twin_level": "raid0", "twin_drives": 2}})
 
 
@@ -99,7 +99,9 @@ def test_corruption_below_md_in_the_region_read_is_visible_naming_the_offset(lab
     print(f"\ncorrupt in region: verdict {result['verdict']}; {data['detail'][:300]}")
     assert result["verdict"] == "visible" and code == 1
     assert data["outcome"] == "fail" and data["measured"] >= 1
-    assert "data mismatch at offset 1048576 of /dev/" in data["detail"]   # the first zeroed block
+    # the lowest bad block read after the overwrite (1064960 in a lab at ~80 IOPS: 18 of the 64 were read)
+    first = int(data["detail"].split("data mismatch at offset ", 1)[1].split()[0])
+    assert 1 << 20 <= first < (1 << 20) + 256 * 1024 and first % 4096 == 0, data["detail"]
     assert "header magic found 0, expected acca" in data["detail"]
     offsets = {m["offset"] for p in result["verify"]["passes"] for m in p["mismatches"]}
     assert offsets <= set(range(1 << 20, (1 << 20) + 256 * 1024, 4096))   # only the overwritten range
@@ -111,13 +113,13 @@ def test_the_same_corruption_outside_the_region_read_is_invisible(lab, tmp_path)
     print(f"\ncorrupt outside the region: verdict {result['verdict']}; {data['detail']}")
     assert data["outcome"] == "pass" and data["measured"] == 0
     assert data["detail"].startswith("0 mismatches over ")
-    assert result["verify"]["bytes_verified"] > 16 * 2**20            # more than one pass over the region
+    assert result["verify"]["bytes_verified"] > 2 * 2**20             # more than one pass over the region
     assert result["verdict"] == "invisible" and code == 0, result["criteria"]
 
 
 def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_path):
     scenario = write_scenario(tmp_path / "cut.toml", shipped("link-down-single-path", timing=SHORT,
-                                                            load={"region": REGION}))
+                                                            load={"region": SMALL}))
     code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
     impact = result["impact"]
     times = raw_completions(run_dir)
@@ -133,7 +135,7 @@ def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_pa
 
 def test_raid0_pull_counts_errors_and_only_successful_io_as_throughput(lab, tmp_path):
     scenario = write_scenario(tmp_path / "pull.toml", shipped("drive-pull-raid0", timing=SHORT,
-                                                             load={"region": REGION}))
+                                                             load={"region": SMALL}))
     code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
     impact = result["impact"]
     times = raw_completions(run_dir)

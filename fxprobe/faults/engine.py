@@ -191,6 +191,7 @@ def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict
                 say(f"prepared: {line}")
             live = methods.live_paths_lab(lab, env.load_host, env.nqn)
             device = _lab_device(lab, env.load_host, env.nqn)
+            getattr(method, "before_load", lambda: None)()   # e.g. corrupt: find the member while nothing runs
             if not plan.refusals and not options.allow_visible:
                 refusals = method.refusals()
                 if refusals:
