@@ -127,7 +127,7 @@ class LoadTable(InputModel):
     host: NonEmptyStr = _help("lab guest that runs the load", default="host1")
     target: str = _help("block device the load reads (Linux host runs; the lab uses its export)", default="")
     region: SizeAsWritten = _help("the part of the device (from offset 0) the layout writes with verify headers and "
-                                  "the load covers (on a real array: larger than its cache)", default="32M")
+                                  "the load covers (on a real array: larger than its cache)", default="8M")
     verify: VerifyMethod = _help("fio verify checksum of the layout and the load (off: only with no_verify_reason)",
                                  default="crc32c")
     no_verify_reason: str = _help("why the data is not verified (required with verify = \"off\"; printed)",
