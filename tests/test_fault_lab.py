@@ -1,4 +1,7 @@
-"""Fault injection in the session lab: planted pass and fail twins, timeouts, flap, kill -9 + restore.
+"""Fault injection in the session lab: the raid6 pull, a two-path cut with default timeouts, flap, Ctrl-C.
+
+Their planted fail twins run with verified data in tests/test_lab_verify.py (raid0 pull, single-path cut),
+kill -9 + restore in tests/test_lab_recover.py, several drives in tests/test_lab_raid_geometry.py.
 
 Every run goes through the real CLI (``fxprobe fault run ... --lab``) against the session lab and
 restores what it broke. Timings are shortened from the shipped scenarios to keep the suite short;
@@ -119,22 +122,8 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     assert lab.drive(0).present and lab.drive(0).serial in serials
 
 
-def test_drive_pull_raid0_is_visible_with_errors_counted(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "drive-pull-raid0", **FAST)
-    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
-                          capture_output=True, text=True, timeout=600, env=env(tmp_path))
-    reload_state(lab)
-    assert done.returncode == 2 and "exceeds the RAID's redundancy" in done.stderr   # refused without the flag
-    assert "twin" not in [e.name for e in lab.state.exports]                    # and its twin removed again
-    code, result = run_fault(lab, tmp_path, scenario, "--allow-visible")
-    assert result["verdict"] == "visible" and code == 1
-    assert result["impact"]["errors"] > 0
-    assert "I/O errors" in result["failed_criteria"]
-    assert "twin" not in [e.name for e in lab.state.exports]
-    assert all(d.present for d in lab.state.drives)
-
-
-def test_link_down_two_paths_default_then_advised_timeouts(lab, tmp_path):
+def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tmp_path):
+    # the advised settings themselves are swept by `fault tune` (tests/test_lab_fault_tune.py, scripts/bench tune)
     defaults = scenario_file(tmp_path, "link-down", timing={"steady_s": 8, "settle_s": 2, "fault_s": 22,
                                                             "recover_s": 6})
     code, first = run_fault(lab, tmp_path, defaults)
@@ -142,33 +131,13 @@ def test_link_down_two_paths_default_then_advised_timeouts(lab, tmp_path):
     print(f"\nlink-down, 2 paths, default timeouts: stall {stall_default} s, verdict {first['verdict']}")
     assert first["live_paths_before"] == 2
     assert first["impact"]["errors"] == 0
-    assert first["advice"] and any("kato" in line for line in first["advice"]["lines"])
-    assert first["advice"]["try_next"].get("keep_alive_tmo") == 2
-    tuned_dir = tmp_path / "tuned"
-    tuned_dir.mkdir()
-    tuned = scenario_file(tuned_dir, "link-down-tuned", timing={"steady_s": 8, "settle_s": 2, "fault_s": 12,
-                                                                "recover_s": 6})
-    code2, second = run_fault(lab, tuned_dir, tuned)
-    stall_tuned = second["impact"]["longest_stall_s"]
-    print(f"link-down, 2 paths, advised timeouts: stall {stall_tuned} s, verdict {second['verdict']}")
-    kato = str(tomllib.loads((SCENARIO_DIR / "link-down-tuned.toml").read_text())["lab"]["keep_alive_tmo"])
-    assert all(c.get("kato") == kato for c in second["timeouts"]["controllers"].values()), second["timeouts"]
-    assert stall_tuned < stall_default
+    assert code == (0 if first["verdict"] == "invisible" else 1)
+    if first["verdict"] == "visible":
+        assert first["advice"] and any("kato" in line for line in first["advice"]["lines"])
     # the paths are back as connected at the start (default timeouts) for the next test
     from fxprobe.faults.labprep import controllers_of
     paths = controllers_of(lab, "host1", lab.main_export.nqn)
     assert len([p for p in paths if p["state"] == "live"]) == 2
-
-
-def test_link_down_single_path_is_visible(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "link-down-single-path", **FAST)
-    code, result = run_fault(lab, tmp_path, scenario, "--allow-visible")
-    assert result["verdict"] == "visible" and code == 1
-    assert result["live_paths_before"] == 1
-    assert "longest stall (no completed I/O)" in result["failed_criteria"]
-    assert any("single path" in line for line in result["advice"]["lines"])
-    from fxprobe.faults.labprep import controllers_of
-    assert len(controllers_of(lab, "host1", lab.main_export.nqn)) == 2   # second path back
 
 
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
@@ -186,43 +155,6 @@ def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
           f"throughput {result['impact']['throughput_pct']:.1f} %, {len(downs)} cuts, "
           f"{len(cuts)} link-down netlink events")
     assert all(link.up for link in lab.state.links)
-
-
-def test_kill_9_mid_drive_pull_then_fault_restore(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 30,
-                                                             "recover_s": 4})
-    journal = tmp_path / "fault-journal.json"
-    process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(tmp_path),
-                               start_new_session=True)
-    deadline = time.monotonic() + 400
-    while time.monotonic() < deadline:
-        if journal.exists() and "lab-drive" in journal.read_text():
-            state = json.loads((lab.folder / "state.json").read_text())
-            if not next(d for d in state["drives"] if d["slot"] == 0)["present"]:
-                break
-        assert process.poll() is None, process.communicate()[1][-2000:]
-        time.sleep(0.5)
-    else:
-        pytest.fail("the drive was never pulled")
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-    reload_state(lab)
-    assert not lab.drive(0).present
-    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "restore"), capture_output=True, text=True, timeout=300,
-                          env=env(tmp_path))
-    reload_state(lab)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["restored"], done.stdout
-    assert lab.drive(0).present
-    from fxprobe.faults.labprep import array_view
-    view = array_view(lab)
-    serial = lab.drive(0).serial
-    device = next(c["namespaces"][0] for c in view["nvme_controllers"] if c["serial"] == serial)
-    main = next(m for m in view["md"] if m["level"] == "raid6")
-    assert device in [m["device"] for m in main["members"]]
-    assert main["action"] in ("recovery", "resync") or main["health"] == "U" * main["raid_disks"], main
-    assert not journal.exists()
 
 
 def test_ctrl_c_mid_drive_pull_restores_before_exit(lab, tmp_path):

@@ -121,6 +121,11 @@ def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_pa
     scenario = write_scenario(tmp_path / "cut.toml", shipped("link-down-single-path", timing=SHORT,
                                                             load={"region": SMALL}))
     code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    assert result["live_paths_before"] == 1 and Path(result["png"]).is_file()
+    assert "longest stall (no completed I/O)" in result["failed_criteria"]
+    assert any("single path" in line for line in result["advice"]["lines"])
+    from fxprobe.faults.labprep import controllers_of
+    assert len(controllers_of(lab, "host1", lab.main_export.nqn)) == 2   # second path back
     impact = result["impact"]
     times = raw_completions(run_dir)
     inject, end = impact["inject_ms"], impact["load_end_ms"]
@@ -136,7 +141,14 @@ def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_pa
 def test_raid0_pull_counts_errors_and_only_successful_io_as_throughput(lab, tmp_path):
     scenario = write_scenario(tmp_path / "pull.toml", shipped("drive-pull-raid0", timing=SHORT,
                                                              load={"region": SMALL}))
+    refused = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "refused"),
+                              "fault", "run", str(scenario), "--lab", lab.name], capture_output=True, text=True,
+                             timeout=300, env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "j0.json")})
+    lab.reload()
+    assert refused.returncode == 2 and "exceeds the RAID's redundancy" in refused.stderr   # without the flag
+    assert "twin" not in [e.name for e in lab.state.exports]                              # nothing was built
     code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    assert "I/O errors" in result["failed_criteria"] and all(d.present for d in lab.state.drives)
     impact = result["impact"]
     times = raw_completions(run_dir)
     base_start = result["instants"]["load_start_ms"] + SHORT["settle_s"] * 1000
