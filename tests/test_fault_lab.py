@@ -1,7 +1,8 @@
-"""Fault injection in the session lab: the raid6 pull, a two-path cut with default timeouts, flap, Ctrl-C.
+"""Fault injection in the session lab: the raid6 pull, flap, Ctrl-C.
 
 Their planted fail twins run with verified data in tests/test_lab_verify.py (raid0 pull, single-path cut),
-kill -9 + restore in tests/test_lab_recover.py, several drives in tests/test_lab_raid_geometry.py.
+kill -9 + restore in tests/test_lab_recover.py, several drives in tests/test_lab_raid_geometry.py, the
+two-path cut with default timeouts and its advice on a pty in tests/test_live_status_lab.py.
 
 Every run goes through the real CLI (``fxprobe fault run ... --lab``) against the session lab and
 restores what it broke. Timings are shortened from the shipped scenarios to keep the suite short;
@@ -120,24 +121,6 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     from fxprobe.faults.labprep import array_view
     serials = [c["serial"] for c in array_view(lab)["nvme_controllers"]]
     assert lab.drive(0).present and lab.drive(0).serial in serials
-
-
-def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tmp_path):
-    # the advised settings themselves are swept by `fault tune` (tests/test_lab_fault_tune.py, scripts/bench tune)
-    defaults = scenario_file(tmp_path, "link-down", timing={"steady_s": 8, "settle_s": 2, "fault_s": 22,
-                                                            "recover_s": 6})
-    code, first = run_fault(lab, tmp_path, defaults)
-    stall_default = first["impact"]["longest_stall_s"]
-    print(f"\nlink-down, 2 paths, default timeouts: stall {stall_default} s, verdict {first['verdict']}")
-    assert first["live_paths_before"] == 2
-    assert first["impact"]["errors"] == 0
-    assert code == (0 if first["verdict"] == "invisible" else 1)
-    if first["verdict"] == "visible":
-        assert first["advice"] and any("kato" in line for line in first["advice"]["lines"])
-    # the paths are back as connected at the start (default timeouts) for the next test
-    from fxprobe.faults.labprep import controllers_of
-    paths = controllers_of(lab, "host1", lab.main_export.nqn)
-    assert len([p for p in paths if p["state"] == "live"]) == 2
 
 
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):

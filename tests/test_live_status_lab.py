@@ -31,7 +31,9 @@ PROGRESS = re.compile(r"(\d+)% ETA (\d+):(\d\d):(\d\d) \(ends \d\d:\d\d:\d\d UTC
 
 
 def test_fault_run_live_line_on_a_pty_shows_phase_percent_eta_and_the_fault_as_it_happens(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 6, "settle_s": 2, "fault_s": 6,
+    # fault_s 22: longer than the stall with default timeouts (~15 s), so the same run also shows the
+    # failover to the second path and the advice it leads to (no separate two-path run in test_fault_lab)
+    scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 6, "settle_s": 2, "fault_s": 22,
                                                             "recover_s": 4})
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 220, 0, 0))   # wide: one line, no wrap
@@ -78,3 +80,12 @@ def test_fault_run_live_line_on_a_pty_shows_phase_percent_eta_and_the_fault_as_i
     assert -0.5 <= seen - injected <= 3.0, (seen, injected)
     assert "fault link-down on host1: via " in text
     assert "now: link-down" in text
+    # the two-path cut with default timeouts: no errors, the advice after a visible cut, both paths back
+    print(f"\nlink-down, 2 paths, default timeouts: stall {result['impact']['longest_stall_s']} s, "
+          f"verdict {result['verdict']}")
+    assert result["live_paths_before"] == 2 and result["impact"]["errors"] == 0
+    assert process.returncode == (0 if result["verdict"] == "invisible" else 1)
+    if result["verdict"] == "visible":
+        assert result["advice"] and any("kato" in line for line in result["advice"]["lines"])
+    from fxprobe.faults.labprep import controllers_of
+    assert len([p for p in controllers_of(lab, "host1", lab.main_export.nqn) if p["state"] == "live"]) == 2
