@@ -76,6 +76,7 @@ class TargetControl(Method):
     """drive-pull or link-down through the user's executable."""
 
     via = "command"
+    record = "command"
 
     def __init__(self, env, fault: dict):
         super().__init__(env, fault)
@@ -152,8 +153,12 @@ class TargetControl(Method):
                     "losing it exceeds the RAID's redundancy (data loss / I/O errors) (target-control status)"]
         return []
 
+    @classmethod
+    def undo(cls, record: dict, ctx) -> str:
+        return restore(record, ctx.runner, ctx.env)
+
     def restore_record(self) -> dict:
-        return {"method": "command", "kind": self.kind, "target": self.target, "argv": self.argv(UNDO[self.kind]),
+        return {"method": self.record, "kind": self.kind, "target": self.target, "argv": self.argv(UNDO[self.kind]),
                 "env": hook_env(self.lab_name)}
 
     def inject(self) -> None:

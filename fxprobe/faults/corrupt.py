@@ -24,6 +24,7 @@ def fault_offset(fault: dict) -> int:
 
 class LabCorrupt(Method):
     kind, via = "corrupt", "dd"
+    record = "lab-corrupt"
     _where: tuple[str, int] | None = None
 
     @property
@@ -73,9 +74,16 @@ class LabCorrupt(Method):
                 "written on the member drive that holds it (below md) in the array guest",
                 "restore: none (the range stays overwritten until the next layout)"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx) -> str:
+        """Nothing to put back: the overwritten range stays as it is until the next layout rewrites it."""
+        where = f"lab {record['lab']}: " if record.get("lab") else ""
+        return (f"{where}{record['length']} B of {record['device']} at {record['offset']} stay "
+                "overwritten (no undo: the next layout rewrites them)")
+
     def restore_record(self) -> dict:
         device, offset = self.where()
-        return {"method": "lab-corrupt", "lab": self.env.lab.name, "device": f"/dev/{device}", "offset": offset,
+        return {"method": self.record, "lab": self.env.lab.name, "device": f"/dev/{device}", "offset": offset,
                 "length": self.length, "array_offset": self.array_offset}
 
     def inject(self) -> None:
@@ -90,6 +98,8 @@ class HostCorrupt(Method):
     """On a Linux host: zeros over ``length`` bytes at ``array_offset`` of ``fault.device`` (a member below md,
     or the load's target itself); the device must be on the allow-list like every host fault target."""
     kind, via = "corrupt", "dd"
+    record = "host-corrupt"
+    undo = LabCorrupt.undo
 
     @property
     def device(self) -> str:
@@ -118,7 +128,7 @@ class HostCorrupt(Method):
                 "restore: none (the range stays overwritten until the next layout)"]
 
     def restore_record(self) -> dict:
-        return {"method": "host-corrupt", "device": self.device, "offset": self.offset, "length": self.length}
+        return {"method": self.record, "device": self.device, "offset": self.offset, "length": self.length}
 
     def inject(self) -> None:
         if self.offset % 4096 or self.length % 4096:

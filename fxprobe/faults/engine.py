@@ -55,6 +55,7 @@ class Plan:
     env: methods.Env
     load_check: TargetCheck | None = None     # host/safety.check_load_target of the load, made once
     allow_visible: bool = False
+    refusals_after_prepare: bool = False      # lab: the refusals are decided (once) by the prepare step
 
     def to_dict(self) -> dict:
         return {"scenario": self.scenario.name, "kind": self.scenario.kind, "via": self.method.via,
@@ -68,8 +69,9 @@ class Plan:
             self.load_check.require_safe()
 
     def require_allowed(self) -> None:
-        """Raise the redundancy refusal (exit 2) unless --allow-visible: a real run before it touches
-        anything, a dry run after showing its plan - the same check either way."""
+        """Raise the redundancy refusal (exit 2) unless --allow-visible: the one place a refusal stops a run -
+        a real run before it touches anything (or once the lab is prepared, when only then it is known), a dry
+        run after showing its plan."""
         if self.refusals and not self.allow_visible:
             raise UnsafeTarget(f"refusing {self.scenario.kind} on {self.method.target}: {self.refusals[0]}; "
                                f"nothing injected", hint="for a planted negative test add --allow-visible")
@@ -111,7 +113,9 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     elif not scenario.load["target"]:
         raise BadInput(f"{scenario.source}: key 'load.target': required on a Linux host (the device the load reads)")
     method = methods.choose(env, scenario.fault)
-    refusals = [] if scenario.lab["paths"] == 1 and lab is not None and scenario.kind in LINK_KINDS else method.refusals()
+    refusals = method.refusals()
+    # the lab's prepare step may build the export or drop paths first: what else it would refuse is known then
+    after_prepare = lab is not None and not refusals and (env.nqn is None or bool(scenario.lab["paths"]))
     lines = []
     if lab is not None:
         lines.append(f"lab {lab.name}: load on {env.load_host} against export {scenario.lab['export']}"
@@ -140,7 +144,10 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
             raise UnsafeTarget(f"{scenario.kind} target {method.target} is not on the allow-list: nothing injected",
                                hint=f"check it is the device you mean, then add --allow {method.target}")
     lines += [f"REFUSED{' (allowed by --allow-visible)' if options.allow_visible else ''}: {r}" for r in refusals]
-    plan = Plan(scenario, method, lines, refusals, env, load_check, allow_visible=options.allow_visible)
+    if after_prepare:
+        lines.append("safety refusals (only path, RAID redundancy): checked once the lab is prepared")
+    plan = Plan(scenario, method, lines, refusals, env, load_check, allow_visible=options.allow_visible,
+                refusals_after_prepare=after_prepare)
     if not options.dry_run:
         plan.require_allowed()
     return plan
@@ -166,208 +173,328 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict:
-    """Run the plan; returns the results (verdict, impact, timeline, advice, png)."""
-    scenario, method, env = plan.scenario, plan.method, plan.env
-    runner, lab, say = env.runner, env.lab, options.progress
-    entry_id = f"{run.path.name}-{uuid.uuid4().hex[:6]}"
-    undo: list[dict] = []
+class Site:
+    """Where the load runs and the fault lands, seen by the steps: this Linux host (here) or the lab's
+    guests (``LabSite``). Each step of ``FaultRun`` asks its site; the steps themselves are one code path."""
 
-    def remember(record: dict) -> None:
-        undo.append(record)
-        journal.open(entry_id, scenario.name, undo, str(run.path))
+    def __init__(self, env: methods.Env):
+        self.env = env
+        self.host, self.array_host = LOCAL, LOCAL     # the node running the load, the array's node
+        self.device = ""                               # what the load reads
+        self.live: list[dict] = []                     # live paths of the load's subsystem before the fault
+        self.timeouts: dict = {}
+        self.prepared: list[str] = []                  # what preparing the site did
+        self._sampler = None
 
-    old_handlers = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM,)}
-    restore_log: list[str] = []
-    background = []
-    sampler = None
-    watch = LoadWatch(options.status)
-    fio = load = None
-    try:
-        prep_lines: list[str] = []
-        if lab is not None:
-            env.nqn, prep_lines = labprep.prepare(lab, scenario.lab, env.load_host, remember)
-            for line in prep_lines:
-                say(f"prepared: {line}")
-            live = methods.live_paths_lab(lab, env.load_host, env.nqn)
-            device = _lab_device(lab, env.load_host, env.nqn)
-            getattr(method, "before_load", lambda: None)()   # e.g. corrupt: find the member while nothing runs
-            if not plan.refusals and not options.allow_visible:
-                refusals = method.refusals()
-                if refusals:
-                    raise UnsafeTarget(f"refusing {scenario.kind} on {method.target}: {refusals[0]}; nothing injected",
-                                       hint="for a planted negative test add --allow-visible")
-            timeouts = _remote_timeouts(lab, env.load_host, env.nqn)
-        else:
-            host, device = LOCAL, scenario.load["target"]
-            live = []
-            timeouts = advice_mod.read_timeouts(scenario.fault.get("nqn"))
-        if lab is not None:
-            host, array_host = labprep.fast_guest(lab, env.load_host), labprep.fast_guest(lab, "array")
-        else:
-            array_host = LOCAL
-        offset, offset_err = clock_offset(runner, host)
-        log_dir = f"/tmp/fxprobe-fault-{entry_id}"
-        runner.run(["mkdir", "-p", log_dir], timeout=30, host=host, check=True, label="logdir")
-        listeners = start_listeners(runner, lab, host, array_host, env.load_host, scenario.total_s + 90, background, say)
-        loops = {}
-        if lab is not None:   # sampling loops in the guests: no SSH round trip per sample
-            for name, node, script in ((env.load_host, host, labprep._HOST_SCRIPT),
-                                       ("array", array_host, labprep._ARRAY_SCRIPT)):
-                loops[name] = runner.start(labprep.sampling_loop(script, scenario.total_s + 90, options.sample_s / 2),
-                                           host=node, label=f"sample-{name}")
-                background.append(loops[name])
-        else:
-            sampler = timeline.Sampler(timeline.local_snapshot(scenario.fault.get("nqn")), options.sample_s).start()
-        vplan = verify_mod.plan_for(scenario.load)
+    def prepare(self, scenario: Scenario, remember) -> None:
+        self.device = scenario.load["target"]
+
+    def read_timeouts(self, scenario: Scenario) -> None:
+        self.timeouts = advice_mod.read_timeouts(scenario.fault.get("nqn"))
+
+    def start_sampling(self, runner: Runner, scenario: Scenario, sample_s: float, background: list) -> None:
+        self._sampler = timeline.Sampler(timeline.local_snapshot(scenario.fault.get("nqn")), sample_s).start()
+
+    def stop_sampling(self) -> list:
+        """Stop the sampler (at once, also when a step failed); returns what it saw."""
+        sampler, self._sampler = self._sampler, None
+        return sampler.stop() if sampler is not None else []
+
+    def array_offset(self, runner: Runner) -> float:
+        return 0.0
+
+    def samples(self, local: list, offset: float, array_offset: float) -> list:
+        return local
+
+    def live_count(self) -> int:
+        return len([c for c in self.timeouts["controllers"].values() if c.get("state") == "live"])
+
+
+class LabSite(Site):
+    """The lab: the load on a host guest, the array guest beside it, both sampled by loops in the guests."""
+
+    def __init__(self, env: methods.Env):
+        super().__init__(env)
+        self.lab = env.lab
+        self._loops: dict[str, object] = {}
+
+    def prepare(self, scenario: Scenario, remember) -> None:
+        lab, name = self.lab, self.env.load_host
+        self.env.nqn, self.prepared = labprep.prepare(lab, scenario.lab, name, remember)
+        self.live = methods.live_paths_lab(lab, name, self.env.nqn)
+        self.device = _lab_device(lab, name, self.env.nqn)
+        self.host, self.array_host = labprep.fast_guest(lab, name), labprep.fast_guest(lab, "array")
+
+    def read_timeouts(self, scenario: Scenario) -> None:
+        self.timeouts = _remote_timeouts(self.lab, self.env.load_host, self.env.nqn)
+
+    def start_sampling(self, runner: Runner, scenario: Scenario, sample_s: float, background: list) -> None:
+        # sampling loops in the guests: no SSH round trip per sample
+        for view, node in (("host", self.host), ("array", self.array_host)):
+            argv = labprep.view_loop(view, scenario.total_s + 90, sample_s / 2)
+            label = f"sample-{self.env.load_host}" if view == "host" else "sample-array"
+            self._loops[view] = runner.start(argv, host=node, label=label)
+            background.append(self._loops[view])
+
+    def stop_sampling(self) -> list:
+        return []
+
+    def array_offset(self, runner: Runner) -> float:
+        return clock_offset(runner, self.array_host)[0]
+
+    def samples(self, local: list, offset: float, array_offset: float) -> list:
+        return timeline.merge_node_samples(labprep.parse_view_loop("host", self._loops["host"].output()[0]),
+                                           labprep.parse_view_loop("array", self._loops["array"].output()[0]),
+                                           self.env.nqn, offset, array_offset)
+
+    def live_count(self) -> int:
+        return len(self.live)
+
+
+class FaultRun:
+    """One ``fault run`` as steps: prepare, start the load, inject, restore, collect, analyse; ``cleanup``
+    undoes whatever is still journaled, whichever step stopped. State lives here, not in one function's locals."""
+
+    def __init__(self, plan: Plan, run: RunDir, journal: Journal, options: Options):
+        self.plan, self.run, self.journal, self.options = plan, run, journal, options
+        self.scenario, self.method, self.env = plan.scenario, plan.method, plan.env
+        self.runner, self.say = self.env.runner, options.progress
+        self.site = LabSite(self.env) if self.env.lab is not None else Site(self.env)
+        self.entry_id = f"{run.path.name}-{uuid.uuid4().hex[:6]}"
+        self.undo: list[dict] = []
+        self.background: list = []
+        self.restore_log: list[str] = []
+        self.flaps: list[tuple[float, bool]] = []
+        self.deleted_t: float | None = None
+        self.fio = self.load = None                    # the load and its orphan record (faults.orphans)
+        self.watch = LoadWatch(options.status)         # the live status line and metrics of the load
+
+    def remember(self, record: dict) -> None:
+        """Journal (fsync) an undo before the change it undoes."""
+        self.undo.append(record)
+        self.journal.open(self.entry_id, self.scenario.name, self.undo, str(self.run.path))
+
+    def prepare(self) -> None:
+        """Shape the site (lab: twin export, paths, timeouts); then the refusals, if they waited for it."""
+        self.site.prepare(self.scenario, self.remember)
+        for line in self.site.prepared:
+            self.say(f"prepared: {line}")
+        if self.env.lab is not None:
+            getattr(self.method, "before_load", lambda: None)()   # e.g. corrupt: find the member while nothing runs
+        if self.plan.refusals_after_prepare:
+            self.plan.refusals = self.method.refusals()
+            self.plan.require_allowed()
+        self.site.read_timeouts(self.scenario)
+
+    def start_load(self) -> None:
+        """Listeners and samplers first, then fio; returns once the load has run ``steady_s``."""
+        scenario, runner, site = self.scenario, self.runner, self.site
+        self.offset, self.offset_err = clock_offset(runner, site.host)
+        self.log_dir = f"/tmp/fxprobe-fault-{self.entry_id}"
+        runner.run(["mkdir", "-p", self.log_dir], timeout=30, host=site.host, check=True, label="logdir")
+        self.listeners = start_listeners(runner, self.env.lab, site.host, site.array_host, self.env.load_host,
+                                         scenario.total_s + 90, self.background, self.say)
+        site.start_sampling(runner, scenario, self.options.sample_s, self.background)
+        self.vplan = vplan = verify_mod.plan_for(scenario.load)
         if vplan.enabled:
-            say(f"layout: {vplan.region_bytes / 2**20:g} MiB of {device} with verify={vplan.method} headers")
-            laid = runner.run(verify_mod.layout_argv(vplan, device), timeout=1800, host=host, label="fio-layout")
+            self.say(f"layout: {vplan.region_bytes / 2**20:g} MiB of {site.device} with verify={vplan.method} headers")
+            laid = runner.run(verify_mod.layout_argv(vplan, site.device), timeout=1800, host=site.host,
+                              label="fio-layout")
             if not laid.ok:
                 raise ToolError(laid.failure("fio layout"))
-        argv = load_argv(scenario, device, log_dir, "json+" if watch.status.active else "json")   # json+: live p99
-        say(f"load: {shlex.join(argv).replace(':'.join([device] * verify_mod.PASSES), f'{device}:... ({verify_mod.PASSES} x)')}")
-        fio = runner.start(["sh", "-c", 'echo "$(date +%s.%N) $$"; exec "$@"', "fxprobe-load", *argv], host=host,
-                           label="fio-load")
-        background.append(fio)
-        watch = LoadWatch(options.status, fio, scenario.total_s + 2, env.load_host if lab is not None else "local").start()
-        wait_started(fio, 120)
-        load = orphans.record_load(journal, entry_id, lab, env.load_host, orphans.start_line_pid(fio), argv,
-                                   scenario.name, str(run.path))
-        load_started = wait_first_status(fio, 180)
-        time.sleep(max(0.0, load_started + scenario.timing["steady_s"] - time.time()))
-        remember(method.restore_record())     # journaled (fsync) before the fault happens
-        say(f"inject: {scenario.kind} via {method.via} on {method.target}")
-        inject_t = env.note(f"inject {scenario.kind}")
-        watch.fault(scenario.kind, f"via {method.via} on {method.target}")
-        flaps: list[tuple[float, bool]] = []
+        argv = load_argv(scenario, site.device, self.log_dir, "json+" if self.watch.status.active else "json")
+        shown = shlex.join(argv).replace(":".join([site.device] * verify_mod.PASSES),
+                                         f"{site.device}:... ({verify_mod.PASSES} x)")
+        self.say(f"load: {shown}")    # json+: the live p99
+        self.fio = runner.start(["sh", "-c", 'echo "$(date +%s.%N) $$"; exec "$@"', "fxprobe-load", *argv],
+                                host=site.host, label="fio-load")
+        self.background.append(self.fio)
+        self.watch = LoadWatch(self.options.status, self.fio, scenario.total_s + 2,
+                               self.env.load_host if self.env.lab is not None else "local").start()
+        wait_started(self.fio, 120)
+        self.load = orphans.record_load(self.journal, self.entry_id, self.env.lab, self.env.load_host,
+                                        orphans.start_line_pid(self.fio), argv, scenario.name, str(self.run.path))
+        self.load_started = wait_first_status(self.fio, 180)
+        time.sleep(max(0.0, self.load_started + scenario.timing["steady_s"] - time.time()))
+
+    def inject(self) -> None:
+        """Journal the undo, then break it (a flap breaks and mends it through the fault window)."""
+        method = self.method
+        self.remember(method.restore_record())     # journaled (fsync) before the fault happens
+        self.say(f"inject: {self.scenario.kind} via {method.via} on {method.target}")
+        self.inject_t = self.env.note(f"inject {self.scenario.kind}")
+        self.watch.fault(self.scenario.kind, f"via {method.via} on {method.target}")
         if isinstance(method, methods.LabLinkFlap):
-            flaps = method.flap(scenario.timing["fault_s"])
-            restore_t = flaps[-1][0] if flaps else time.time()
-            restore_log.append(f"link {method.n} left up after flapping")
+            self.flaps = method.flap(self.scenario.timing["fault_s"])
+            return
+        method.inject()
+        if isinstance(method, methods.LabDrivePull):
+            pulled = self.env.lab.drive(method.slot).pulled
+            self.deleted_t = _iso_ms(pulled) if pulled else None   # QMP DEVICE_DELETED (after the guest let go)
+
+    def restore(self) -> None:
+        """At the end of the fault window undo the fault from its journal record; the entry is updated."""
+        if isinstance(self.method, methods.LabLinkFlap):
+            self.restore_t = self.flaps[-1][0] if self.flaps else time.time()
+            self.restore_log.append(f"link {self.method.n} left up after flapping")
         else:
-            method.inject()
-            if isinstance(method, methods.LabDrivePull):
-                pulled = lab.drive(method.slot).pulled
-                deleted_t = _iso_ms(pulled) if pulled else None   # QMP DEVICE_DELETED (after the guest let go)
-            time.sleep(max(0.0, scenario.timing["fault_s"] - (time.time() - inject_t)))
-            say("restore")
-            restore_t = time.time()
-            restore_log.append(methods.restore_from_record(undo[-1], env))
-        watch.restored(restore_log[-1] if restore_log else "restored")
-        undo.pop()
-        journal.open(entry_id, scenario.name, undo, str(run.path))
-        fio.wait(timeout=scenario.timing["recover_s"] + scenario.total_s + 120)
-        samples = sampler.stop() if sampler is not None else []
-        sampler = None
-        for bg in background:
+            time.sleep(max(0.0, self.scenario.timing["fault_s"] - (time.time() - self.inject_t)))
+            self.say("restore")
+            self.restore_t = time.time()
+            self.restore_log.append(methods.restore_from_record(self.undo[-1], self.env))
+        self.watch.restored(self.restore_log[-1] if self.restore_log else "restored")
+        self.undo.pop()
+        self.journal.open(self.entry_id, self.scenario.name, self.undo, str(self.run.path))
+
+    def collect(self) -> None:
+        """Let the load finish; fetch its logs, the events and the samples onto one clock."""
+        scenario, runner, site = self.scenario, self.runner, self.site
+        self.fio.wait(timeout=scenario.timing["recover_s"] + scenario.total_s + 120)
+        local = site.stop_sampling()
+        for bg in self.background:
             bg.stop(timeout=5)
-        fio_out, fio_err = fio.output()
-        passes = [verify_mod.make_pass("load", analysis.last_json(fio_out), fio_err)] if vplan.enabled else []
-        verify_problems: list[str] = []
-        if vplan.enabled and vplan.writes:   # the load wrote: read the whole region back after the restore
-            back = runner.run(verify_mod.readback_argv(vplan, device), timeout=1800, host=host, label="fio-readback")
-            passes.append(verify_mod.make_pass("read-back after restore", analysis.last_json(back.stdout),
-                                               back.stderr))
-            if lab is not None and isinstance(method, methods.LabDrivePull):   # and once md has resynced
-                waited = labprep.wait_md_idle(lab, verify_mod.RESYNC_WAIT_S)
+        self.fio_out, self.fio_err = self.fio.output()
+        self.verified = self.read_back()
+        early = verify_mod.ended_early(self.vplan, analysis.load_runtime_ms(self.fio_out), scenario.total_s + 2)
+        if early:
+            raise ToolError(early, hint=f"see {self.run.raw}")
+        self.logs = _fetch_logs(runner, site.host, self.log_dir, self.run)
+        runner.run(["rm", "-rf", self.log_dir], timeout=30, host=site.host, label="logdir-rm")
+        array_offset = site.array_offset(runner)
+        events = []
+        for name, bg in self.listeners.items():
+            node_offset = self.offset if name in (self.env.load_host, "local") else array_offset
+            events += [{**e, "node": name} for e in timeline.parse_event_lines(bg.output()[0], node_offset)]
+        self.events = sorted(events, key=lambda e: e["t"])
+        self.samples = site.samples(local, self.offset, array_offset)
+        self.inject_requested_t = self.inject_t
+        if isinstance(self.method, methods.LabDrivePull):
+            self.inject_t = drive_gone_instant(self.events, self.inject_t, self.deleted_t)
+
+    def read_back(self) -> "verify_mod.VerifyResult":
+        """The load's own verify pass; when it wrote, the whole region read back after the restore (and, after a
+        lab drive pull, once more when md has resynced)."""
+        vplan, site, runner = self.vplan, self.site, self.runner
+        passes = [verify_mod.make_pass("load", analysis.last_json(self.fio_out), self.fio_err)] if vplan.enabled else []
+        problems: list[str] = []
+        if vplan.enabled and vplan.writes:
+            back = runner.run(verify_mod.readback_argv(vplan, site.device), timeout=1800, host=site.host,
+                              label="fio-readback")
+            passes.append(verify_mod.make_pass("read-back after restore", analysis.last_json(back.stdout), back.stderr))
+            if self.env.lab is not None and isinstance(self.method, methods.LabDrivePull):
+                waited = labprep.wait_md_idle(self.env.lab, verify_mod.RESYNC_WAIT_S)
                 if waited is None:
-                    verify_problems.append(f"md still resyncing after {verify_mod.RESYNC_WAIT_S} s: "
-                                           "no read-back after the resync")
+                    problems.append(f"md still resyncing after {verify_mod.RESYNC_WAIT_S} s: no read-back after the resync")
                 else:
-                    say(f"md idle after {waited:.0f} s: reading the region back again")
-                    back = runner.run(verify_mod.readback_argv(vplan, device, "fault-readback-resynced"),
-                                      timeout=1800, host=host, label="fio-readback-resynced")
+                    self.say(f"md idle after {waited:.0f} s: reading the region back again")
+                    back = runner.run(verify_mod.readback_argv(vplan, site.device, "fault-readback-resynced"),
+                                      timeout=1800, host=site.host, label="fio-readback-resynced")
                     passes.append(verify_mod.make_pass(f"read-back after md resync ({waited:.0f} s)",
                                                        analysis.last_json(back.stdout), back.stderr))
-        verified = verify_mod.VerifyResult(vplan, tuple(passes), tuple(verify_problems))
-        early = verify_mod.ended_early(vplan, analysis.load_runtime_ms(fio_out), scenario.total_s + 2)
-        if early:
-            raise ToolError(early, hint=f"see {run.raw}")
-        logs = _fetch_logs(runner, host, log_dir, run)
-        runner.run(["rm", "-rf", log_dir], timeout=30, host=host, label="logdir-rm")
-        events = []
-        array_offset = clock_offset(runner, array_host)[0] if lab is not None else 0.0
-        for name, bg in listeners.items():
-            node_offset = offset if name in (env.load_host, "local") else array_offset
-            events += [{**e, "node": name} for e in timeline.parse_event_lines(bg.output()[0], node_offset)]
-        events.sort(key=lambda e: e["t"])
-        if loops:
-            samples = timeline.merge_node_samples(
-                labprep.parse_sampling(loops[env.load_host].output()[0], labprep.parse_host_view),
-                labprep.parse_sampling(loops["array"].output()[0], labprep.parse_array_view),
-                env.nqn, offset, array_offset)
-        inject_requested_t = inject_t
-        if isinstance(method, methods.LabDrivePull):
-            inject_t = drive_gone_instant(events, inject_t, deleted_t)
-    except KeyboardInterrupt:
-        say("interrupted: restoring before exit")
-        raise
-    finally:
-        watch.stop()
-        if sampler is not None:
-            sampler.stop()
-        orphans.finish_load(journal, entry_id, load, runner, fio is not None and fio.alive(), say)
-        for bg in background:
+        return verify_mod.VerifyResult(vplan, tuple(passes), tuple(problems))
+
+    def cleanup(self) -> None:
+        """Whatever step stopped: stop the sampler and every background command, undo what is journaled
+        (the failures stay in the journal for ``fault restore``)."""
+        self.watch.stop()
+        self.site.stop_sampling()
+        orphans.finish_load(self.journal, self.entry_id, self.load, self.runner,
+                            self.fio is not None and self.fio.alive(), self.say)
+        for bg in self.background:
             if bg.alive():
                 bg.stop(timeout=5)
-        failures = undo_all(undo, env, restore_log, say)
+        failures = undo_all(self.undo, self.env, self.restore_log, self.say)
         if failures:
-            journal.open(entry_id, scenario.name, failures, str(run.path))
+            self.journal.open(self.entry_id, self.scenario.name, failures, str(self.run.path))
         else:
-            journal.close(entry_id)
+            self.journal.close(self.entry_id)
+
+    def to_node_ms(self, t: float) -> int:
+        return int(round((t + self.offset) * 1000))
+
+    def analyse(self) -> dict:
+        """The fio logs against the criteria (everything restored by now); the timeline plot and advice."""
+        scenario, log_msec = self.scenario, self.scenario.load["log_msec"]
+        done = Completions.from_logs(self.logs["clat"])
+        iops, bw = done.windows(log_msec)
+        if iops.empty:
+            raise ToolError(f"the load completed no I/O: {(self.fio_err.strip().splitlines() or ['?'])[-1]}",
+                            hint=f"see {self.run.raw}")
+        self.load_start_ms = done.first_issue_ms
+        impact = analysis.analyse(iops=iops, bw=bw, hist=self.logs["hist"], fio_json=self.fio_out,
+                                  log_msec=log_msec, load_start_ms=self.load_start_ms,
+                                  settle_s=scenario.timing["settle_s"], inject_ms=self.to_node_ms(self.inject_t),
+                                  restore_ms=self.to_node_ms(self.restore_t),
+                                  min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done,
+                                  planned_s=int(round(scenario.total_s + 2)))
+        criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(self.verified)]
+        link_advice = None
+        if scenario.kind in LINK_KINDS:
+            link_advice = advice_mod.advise(self.site.timeouts, impact.longest_stall_s, self.site.live_count(),
+                                            scenario.kind)
+        png = self.plot(iops, impact, analysis.verdict_word(criteria))
+        return self.results(impact, criteria, link_advice, png)
+
+    def plot(self, iops, impact, word: str):
+        log_msec, method = self.scenario.load["log_msec"], self.method
+        node_samples = [{"t": s.t + self.offset, "paths": s.paths, "md": s.md} for s in self.samples if not s.error]
+        node_events = [{**e, "t": e["t"] + self.offset} for e in self.events]
+        return plot.plot_timeline(self.run.path / "timeline.png",
+                                  title=f"{self.scenario.name}: {self.scenario.kind} via {method.via} "
+                                  f"on {method.target} - {word.upper()}", iops=analysis.dense(iops, log_msec),
+                                  hist=self.logs["hist"], start_ms=self.load_start_ms, inject_ms=impact.inject_ms,
+                                  restore_ms=impact.restore_ms,
+                                  flaps=[(self.to_node_ms(t), up) for t, up in self.flaps],
+                                  samples=node_samples, events=node_events,
+                                  stall=(impact.longest_stall_s or 0, impact.stall_start_ms),
+                                  errors=analysis.error_series(self.fio_out))
+
+    def results(self, impact, criteria, link_advice, png) -> dict:
+        lab = self.env.lab
+        return {
+            "dry_run": False, "scenario": self.scenario.to_dict(), "mode": "lab" if lab is not None else "host",
+            "lab": lab.name if lab is not None else None, "plan": self.plan.to_dict(),
+            "prepared": self.site.prepared, "verdict": analysis.verdict_word(criteria),
+            "failed_criteria": [c.name for c in criteria if c.outcome == Outcome.FAIL],
+            "criteria": [c.to_dict() for c in criteria],
+            "impact": impact.to_dict(), "verify": self.verified.to_dict(),
+            "errors_timeline": [list(p) for p in analysis.error_series(self.fio_out)],
+            "clock": {"offset_s": self.offset, "uncertainty_s": self.offset_err},
+            "instants": {"load_start_ms": self.load_start_ms,
+                         "inject_requested_ms": self.to_node_ms(self.inject_requested_t),
+                         "inject_ms": impact.inject_ms, "restore_ms": impact.restore_ms,
+                         "first_affected_ms": impact.first_affected_ms,
+                         "inject_to_first_affected_ms": (impact.first_affected_ms - impact.inject_ms
+                                                         if impact.first_affected_ms else None)},
+            "flaps": [{"t_ms": self.to_node_ms(t), "up": up} for t, up in self.flaps],
+            "timeline": {"changes": timeline.changes(self.samples), "samples": len(self.samples),
+                         "events": self.events, "actions": [{"t": t, "text": text} for t, text in self.env.events]},
+            "live_paths_before": len(self.site.live), "timeouts": self.site.timeouts,
+            "advice": link_advice.to_dict() if link_advice else None,
+            "restore_log": self.restore_log, "png": str(png), "fio_stderr_tail": self.fio_err[-2000:],
+            "load_started_local": self.load_started,
+        }
+
+
+STEPS = ("prepare", "start_load", "inject", "restore", "collect")
+
+
+def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict:
+    """Run the plan step by step (``STEPS``, then ``analyse`` once everything is restored); returns the
+    results (verdict, impact, timeline, advice, png). SIGTERM and Ctrl-C restore before exiting."""
+    fault_run = FaultRun(plan, run, journal, options)
+    old_handlers = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM,)}
+    try:
+        for step in STEPS:
+            getattr(fault_run, step)()
+    except KeyboardInterrupt:
+        options.progress("interrupted: restoring before exit")
+        raise
+    finally:
+        fault_run.cleanup()
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
-    # -- analysis (everything restored by now) --
-    log_msec = scenario.load["log_msec"]
-    to_node_ms = lambda t: int(round((t + offset) * 1000))
-    done = Completions.from_logs(logs["clat"])
-    iops, bw = done.windows(log_msec)
-    if iops.empty:
-        raise ToolError(f"the load completed no I/O: {(fio_err.strip().splitlines() or ['?'])[-1]}",
-                        hint=f"see {run.raw}")
-    load_start_ms = done.first_issue_ms
-    impact = analysis.analyse(iops=iops, bw=bw, hist=logs["hist"], fio_json=fio_out, log_msec=log_msec,
-                              load_start_ms=load_start_ms, settle_s=scenario.timing["settle_s"],
-                              inject_ms=to_node_ms(inject_t), restore_ms=to_node_ms(restore_t),
-                              min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done,
-                              planned_s=int(round(scenario.total_s + 2)))
-    criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(verified)]
-    word = analysis.verdict_word(criteria)
-    failed = [c.name for c in criteria if c.outcome == Outcome.FAIL]
-    link_advice = None
-    if scenario.kind in LINK_KINDS:
-        link_advice = advice_mod.advise(timeouts, impact.longest_stall_s, len(live) if lab else
-                                        len([c for c in timeouts["controllers"].values() if c.get("state") == "live"]),
-                                        scenario.kind)
-    node_samples = [{"t": s.t + offset, "paths": s.paths, "md": s.md} for s in samples if not s.error]
-    node_events = [{**e, "t": e["t"] + offset} for e in events]
-    png = plot.plot_timeline(run.path / "timeline.png", title=f"{scenario.name}: {scenario.kind} via {method.via} "
-                             f"on {method.target} - {word.upper()}", iops=analysis.dense(iops, log_msec),
-                             hist=logs["hist"], start_ms=load_start_ms, inject_ms=impact.inject_ms,
-                             restore_ms=impact.restore_ms, flaps=[(to_node_ms(t), up) for t, up in flaps],
-                             samples=node_samples, events=node_events,
-                             stall=(impact.longest_stall_s or 0, impact.stall_start_ms),
-                             errors=analysis.error_series(fio_out))
-    return {
-        "dry_run": False, "scenario": scenario.to_dict(), "mode": "lab" if lab is not None else "host",
-        "lab": lab.name if lab is not None else None, "plan": plan.to_dict(), "prepared": prep_lines,
-        "verdict": word, "failed_criteria": failed, "criteria": [c.to_dict() for c in criteria],
-        "impact": impact.to_dict(), "verify": verified.to_dict(),
-        "errors_timeline": [list(p) for p in analysis.error_series(fio_out)], "clock": {"offset_s": offset, "uncertainty_s": offset_err},
-        "instants": {"load_start_ms": load_start_ms, "inject_requested_ms": to_node_ms(inject_requested_t),
-                     "inject_ms": impact.inject_ms, "restore_ms": impact.restore_ms,
-                     "first_affected_ms": impact.first_affected_ms,
-                     "inject_to_first_affected_ms": (impact.first_affected_ms - impact.inject_ms
-                                                     if impact.first_affected_ms else None)},
-        "flaps": [{"t_ms": to_node_ms(t), "up": up} for t, up in flaps],
-        "timeline": {"changes": timeline.changes(samples), "samples": len(samples), "events": events,
-                     "actions": [{"t": t, "text": text} for t, text in env.events]},
-        "live_paths_before": len(live), "timeouts": timeouts,
-        "advice": link_advice.to_dict() if link_advice else None,
-        "restore_log": restore_log, "png": str(png), "fio_stderr_tail": fio_err[-2000:],
-        "load_started_local": load_started,
-    }
+    return fault_run.analyse()
 
 
 def drive_gone_instant(events: list[dict], requested_t: float, deleted_t: float | None) -> float:

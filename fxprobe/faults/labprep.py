@@ -233,6 +233,17 @@ def sampling_loop(script: str, seconds: float, interval: float) -> list[str]:
     return ["sh", "-c", loop]
 
 
+def view_loop(view: str, seconds: float, interval: float) -> list[str]:
+    """argv of the sampling loop of one guest view: ``host`` (its NVMe subsystems and paths) or ``array``
+    (its md arrays and drives)."""
+    return sampling_loop(_VIEW_SCRIPTS[view], seconds, interval)
+
+
+def parse_view_loop(view: str, text: str) -> list[tuple[float, object]]:
+    """(node epoch, parsed view) per block of ``view_loop(view, ...)`` output."""
+    return parse_sampling(text, parse_host_view if view == "host" else parse_array_view)
+
+
 def parse_sampling(text: str, parse) -> list[tuple[float, object]]:
     """(node epoch, parsed view) per block of a sampling loop's output (a cut-off last block is dropped)."""
     blocks, current, stamp = [], [], None
@@ -294,6 +305,9 @@ def parse_array_view(text: str) -> dict:
                 if member["device"] == fields[2]:
                     member["role"] = int(fields[3]) if fields[3].isdigit() else None
     return {"nvme_controllers": controllers, "md": arrays}
+
+
+_VIEW_SCRIPTS = {"host": _HOST_SCRIPT, "array": _ARRAY_SCRIPT}
 
 
 def host_view(lab, host: str) -> list[dict]:

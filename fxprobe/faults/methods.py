@@ -3,8 +3,8 @@
 A method is built from a scenario's ``[fault]`` table and an environment (the lab, or this Linux
 host). It can say what it would do (``plan``), why it cannot run here (``probe``), what it refuses
 for safety (``refusals``), how to undo it as a JSON record (``restore_record``, written to the
-journal before injecting), and then ``inject`` / ``restore``. ``restore_from_record`` replays a
-record in a new process (``fxprobe fault restore``).
+journal before injecting), and ``inject``; the class's ``undo`` replays such a record, in this run or
+in a new process (``fxprobe fault restore``, through ``restore_from_record``).
 
 Lab: QMP ``device_del``/``device_add`` (drive-pull) and ``set_link`` (link-down, link-flap).
 Linux host: pyroute2 link down/up, ``nvme disconnect`` of one path, sysfs device remove/rescan,
@@ -70,7 +70,26 @@ def redundancy_refusal(device: str, md_arrays: list[dict]) -> str | None:
     return None
 
 
-class Method:
+class Undo:
+    """Undoes one kind of journal record (its ``method`` field is ``record``); every subclass that names a
+    ``record`` is registered, so a record is replayed by the class that wrote it, also in a new process."""
+
+    record = ""
+    registry: dict[str, type["Undo"]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("record"):
+            for name in (cls.__dict__["record"], *cls.__dict__.get("also", ())):
+                Undo.registry[name] = cls
+
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        """Undo ``record``; returns what was done. Safe to call when it is already undone."""
+        raise NotImplementedError
+
+
+class Method(Undo):
     kind = ""
     via = ""
 
@@ -98,9 +117,6 @@ class Method:
     def inject(self) -> None:
         raise NotImplementedError
 
-    def restore(self) -> None:
-        restore_from_record(self.restore_record(), self.env)
-
 
 def _need(fault: dict, key: str, what: str) -> object:
     if fault.get(key) is None:
@@ -112,6 +128,8 @@ def _need(fault: dict, key: str, what: str) -> object:
 class LabDrivePull(Method):
     """One drive, or several (``fault.slots`` / ``fault.serials``), pulled at once or ``delay_s`` apart."""
 
+    record = "lab-drive"
+    also = ("lab-drives",)     # several slots in one record
     kind, via = "drive-pull", "qmp"
 
     @property
@@ -179,13 +197,28 @@ class LabDrivePull(Method):
         refusal = geometry_refusal(devices, info["md"])
         return [refusal] if refusal else []
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        """Every pulled slot back and checked; a slot md did not take back fails the restore (kept in the journal)."""
+        from fxprobe.faults.restored import RestoreFailed
+        lab = ctx.lab(record["lab"])
+        texts, failed = [], []
+        for slot in record.get("slots") or [record["slot"]]:
+            try:
+                texts.append(_restore_lab_drive(lab, slot, record.get("md_readd", True)))
+            except RestoreFailed as exc:
+                failed.append(str(exc))
+        if failed:
+            raise RestoreFailed("; ".join(failed + texts), hint="the journal keeps the restore: fxprobe fault restore")
+        return "; ".join(texts)
+
     def restore_record(self) -> dict:
         drive = self.env.lab.drive(self.slot)
         export = self.env.lab.state.export_named(drive.export) if drive.export else None
         level = export.level if export else None
         # beyond redundancy (a planted --allow-visible run) md has failed: the drives only go back in their slots
         beyond = len(self.slots) > 1 and bool(self.refusals())
-        record = {"method": "lab-drive", "lab": self.env.lab.name, "slot": self.slot,
+        record = {"method": self.record, "lab": self.env.lab.name, "slot": self.slot,
                   "md_readd": REDUNDANCY.get(level, 1) != 0 and not beyond}
         return record if len(self.slots) == 1 else {**record, "method": "lab-drives", "slots": self.slots}
 
@@ -223,6 +256,7 @@ def geometry_refusal(devices: list[str], md_arrays: list[dict]) -> str | None:
 
 
 class LabLink(Method):
+    record = "lab-link"
     kind, via = "link-down", "qmp"
 
     @property
@@ -251,8 +285,16 @@ class LabLink(Method):
                     f"({len(live)} live path(s))"]
         return []
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        from fxprobe.faults.restored import check_lab_link
+        lab = ctx.lab(record["lab"])
+        lab_set_link(lab, record["n"], record["host"], True)
+        return f"lab {lab.name}: link {record['n']} of {record['host']} up; checked: " + \
+            check_lab_link(lab, record["n"], record["host"])
+
     def restore_record(self) -> dict:
-        return {"method": "lab-link", "lab": self.env.lab.name, "n": self.n, "host": self.env.load_host}
+        return {"method": self.record, "lab": self.env.lab.name, "n": self.n, "host": self.env.load_host}
 
     def inject(self) -> None:
         lab_set_link(self.env.lab, self.n, self.env.load_host, False)
@@ -405,6 +447,7 @@ class HostDrive(Method):
 
 
 class SysfsRemove(HostDrive):
+    record = "pci-rescan"
     via = "sysfs"
 
     def pci_path(self) -> Path | None:
@@ -425,8 +468,13 @@ class SysfsRemove(HostDrive):
         return [f"echo 1 > {self.pci_path() or '<pci device>'}/remove (drive {self.serial})",
                 "restore: echo 1 > /sys/bus/pci/rescan"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        _write(sysfs.path("/sys/bus/pci/rescan"), "1")
+        return f"PCI bus rescanned (drive {record['serial']})"
+
     def restore_record(self) -> dict:
-        return {"method": "pci-rescan", "serial": self.serial}
+        return {"method": self.record, "serial": self.serial}
 
     def inject(self) -> None:
         path = self.pci_path()
@@ -434,6 +482,7 @@ class SysfsRemove(HostDrive):
 
 
 class MdFail(HostDrive):
+    record = "md-readd"
     via = "md"
 
     def probe(self) -> str | None:
@@ -448,8 +497,19 @@ class MdFail(HostDrive):
         return [f"mdadm {self.fault['md']} --fail /dev/{device} --remove /dev/{device}",
                 f"restore: mdadm {self.fault['md']} --re-add /dev/{device} (else --add)"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        from fxprobe.faults.restored import RestoreFailed, member_problem
+        from fxprobe.tools.mdadm import add_back
+        add_back(ctx.runner, record["md"], record["device"])
+        problem = member_problem(local_md_arrays(), Path(record["md"]).resolve().name, Path(record["device"]).name)
+        if problem:
+            raise RestoreFailed(f"{record['device']} added back to {record['md']}, but {problem}",
+                                hint="the journal keeps the restore: fxprobe fault restore")
+        return f"{record['device']} back in {record['md']}"
+
     def restore_record(self) -> dict:
-        return {"method": "md-readd", "md": self.fault["md"], "device": f"/dev/{block_by_serial(self.serial)}"}
+        return {"method": self.record, "md": self.fault["md"], "device": f"/dev/{block_by_serial(self.serial)}"}
 
     def inject(self) -> None:
         device = f"/dev/{block_by_serial(self.serial)}"
@@ -458,6 +518,7 @@ class MdFail(HostDrive):
 
 
 class NullBlkPower(Method):
+    record = "nullblk-power"
     kind, via = "drive-pull", "nullblk"
 
     @property
@@ -476,14 +537,20 @@ class NullBlkPower(Method):
     def plan(self) -> list[str]:
         return [f"echo 0 > {self.folder}/power", f"restore: echo 1 > {self.folder}/power"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        _write(sysfs.path(f"{record['folder']}/power"), "1")
+        return f"{record['folder']} powered on"
+
     def restore_record(self) -> dict:
-        return {"method": "nullblk-power", "folder": self.folder}
+        return {"method": self.record, "folder": self.folder}
 
     def inject(self) -> None:
         _write(sysfs.path(f"{self.folder}/power"), "0")
 
 
 class NetlinkLink(Method):
+    record = "netlink-up"
     kind, via = "link-down", "netlink"
 
     @property
@@ -513,8 +580,13 @@ class NetlinkLink(Method):
             return [f"{self.interface} carries the only live path of {nqn}"]
         return []
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        set_link_state(record["interface"], "up")
+        return f"{record['interface']} up"
+
     def restore_record(self) -> dict:
-        return {"method": "netlink-up", "interface": self.interface}
+        return {"method": self.record, "interface": self.interface}
 
     def inject(self) -> None:
         set_link_state(self.interface, "down")
@@ -545,6 +617,7 @@ def set_link_state(interface: str, state: str) -> None:
 
 
 class NvmeDisconnect(Method):
+    record = "nvme-connect"
     kind, via = "path-loss", "nvme-disconnect"
 
     def _controller(self):
@@ -573,10 +646,17 @@ class NvmeDisconnect(Method):
         return [f"nvme disconnect -d {ctrl.name if ctrl else '<controller>'} ({self.target})",
                 f"restore: nvme connect -t {ctrl.transport if ctrl else '?'} -a {self.fault['address']} -n {self.fault['nqn']}"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        ctx.runner.run(["nvme", "connect", "-t", record["transport"], "-a", record["traddr"], "-s",
+                        str(record["trsvcid"]), "-n", record["nqn"]], timeout=90, check=True,
+                       what="reconnecting the path")
+        return f"path {record['traddr']} of {record['nqn']} reconnected"
+
     def restore_record(self) -> dict:
         ctrl = self._controller()
         fields = dict(p.split("=", 1) for p in (ctrl.address or "").split(",") if "=" in p) if ctrl else {}
-        return {"method": "nvme-connect", "nqn": self.fault["nqn"], "transport": ctrl.transport if ctrl else "tcp",
+        return {"method": self.record, "nqn": self.fault["nqn"], "transport": ctrl.transport if ctrl else "tcp",
                 "traddr": self.fault["address"], "trsvcid": fields.get("trsvcid", "4420")}
 
     def inject(self) -> None:
@@ -585,6 +665,7 @@ class NvmeDisconnect(Method):
 
 
 class NvmetPortDisable(Method):
+    record = "nvmet-port-link"
     kind, via = "port-disable", "configfs"
 
     @property
@@ -606,8 +687,15 @@ class NvmetPortDisable(Method):
         return [f"unlink nvmet port {self.fault['port']} from {self.fault['nqn']} (configfs)",
                 "restore: link it again"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        from fxprobe.tools.nvmet import NvmetRoot
+        root = NvmetRoot()
+        root.port(record["port"], create=False).link(root.subsystem(record["nqn"], create=False))
+        return f"nvmet port {record['port']} exports {record['nqn']} again"
+
     def restore_record(self) -> dict:
-        return {"method": "nvmet-port-link", "port": int(self.fault["port"]), "nqn": self.fault["nqn"]}
+        return {"method": self.record, "port": int(self.fault["port"]), "nqn": self.fault["nqn"]}
 
     def inject(self) -> None:
         from fxprobe.tools.nvmet import NvmetRoot
@@ -615,6 +703,7 @@ class NvmetPortDisable(Method):
 
 
 class NvmetNamespaceDisable(Method):
+    record = "nvmet-ns-enable"
     kind, via = "namespace-disable", "configfs"
 
     @property
@@ -634,8 +723,14 @@ class NvmetNamespaceDisable(Method):
     def plan(self) -> list[str]:
         return [f"echo 0 > nvmet {self.target} enable (configfs)", "restore: echo 1 > enable"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        from fxprobe.tools.nvmet import NvmetRoot
+        _write(NvmetRoot().path / "subsystems" / record["nqn"] / "namespaces" / str(record["nsid"]) / "enable", "1")
+        return f"namespace {record['nsid']} of {record['nqn']} enabled"
+
     def restore_record(self) -> dict:
-        return {"method": "nvmet-ns-enable", "nqn": self.fault["nqn"], "nsid": int(self.fault["nsid"])}
+        return {"method": self.record, "nqn": self.fault["nqn"], "nsid": int(self.fault["nsid"])}
 
     def inject(self) -> None:
         from fxprobe.tools.nvmet import NvmetRoot
@@ -645,6 +740,7 @@ class NvmetNamespaceDisable(Method):
 
 class Manual(Method):
     """A hand pulls the drive / cable; a udev (block/net) event timestamps it."""
+    record = "manual"
 
     via = "manual"
 
@@ -663,8 +759,14 @@ class Manual(Method):
         return [f"tell the engineer to pull {what} now; wait for the udev remove event and timestamp it",
                 "restore: tell the engineer to put it back; wait for the add event"]
 
+    @classmethod
+    def undo(cls, record: dict, ctx: "RestoreContext") -> str:
+        ctx.say(f"PUT BACK {record['target']} NOW (waiting up to 300 s for the kernel to see it)")
+        at = wait_udev_event("add" if record.get("kind") == "drive-pull" else "change", record["target"], 300)
+        return f"{record['target']} is back (udev add at {at:.3f})"
+
     def restore_record(self) -> dict:
-        return {"method": "manual", "kind": self.kind, "target": self.target}
+        return {"method": self.record, "kind": self.kind, "target": self.target}
 
     def inject(self) -> None:
         what = "drive " + self.target if self.kind == "drive-pull" else "the cable of " + self.target
@@ -763,85 +865,72 @@ def _restore_lab_drive(lab, slot: int, redundant: bool) -> str:
     return f"{text}; checked: {check_lab_drive(lab, slot, redundant)}"
 
 
-def restore_from_record(record: dict, env: Env | None = None, runner: Runner | None = None) -> str:
-    """Undo one journaled fault; returns what was done. Safe to call when it is already undone."""
-    runner = runner or (env.runner if env else Runner())
-    method = record.get("method")
-    if method in ("lab-corrupt", "host-corrupt"):
-        where = f"lab {record['lab']}: " if record.get("lab") else ""
-        return (f"{where}{record['length']} B of {record['device']} at {record['offset']} stay "
-                "overwritten (no undo: the next layout rewrites them)")
-    if method in ("lab-drive", "lab-drives", "lab-link", "lab-paths", "lab-remove-export", "lab-iopolicy"):
+@dataclass
+class RestoreContext:
+    """What an undo needs: the run's environment when there is one (its lab, its ``say``), else a runner."""
+
+    env: Env | None = None
+    runner: Runner | None = None
+
+    def __post_init__(self):
+        self.runner = self.runner or (self.env.runner if self.env else Runner())
+
+    def say(self, text: str) -> None:
+        (self.env.say if self.env else print)(text)
+
+    def lab(self, name: str):
+        """The run's own lab object when it is this lab (its state in memory), else the lab loaded by name."""
+        if self.env is not None and self.env.lab is not None and self.env.lab.name == name:
+            return self.env.lab
         from fxprobe.lab.vm import Lab
-        lab = env.lab if env is not None and env.lab is not None and env.lab.name == record["lab"] \
-            else Lab.load(record["lab"], runner)
-        if method in ("lab-drive", "lab-drives"):
-            from fxprobe.faults.restored import RestoreFailed
-            texts, failed = [], []
-            for slot in record.get("slots") or [record["slot"]]:
-                try:
-                    texts.append(_restore_lab_drive(lab, slot, record.get("md_readd", True)))
-                except RestoreFailed as exc:
-                    failed.append(str(exc))
-            if failed:
-                raise RestoreFailed("; ".join(failed + texts),
-                                    hint="the journal keeps the restore: fxprobe fault restore")
-            return "; ".join(texts)
-        if method == "lab-paths":
-            from fxprobe.faults.labprep import connect_paths
-            connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
-            return f"lab {lab.name}: {record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
-        if method == "lab-iopolicy":
-            from fxprobe.faults.labprep import set_iopolicy
-            set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
-            return f"lab {lab.name}: iopolicy {record['policy']} again"
-        if method == "lab-remove-export":
-            from fxprobe.faults.labprep import remove_twin
-            return f"lab {lab.name}: " + remove_twin(lab, record["name"])
-        from fxprobe.faults.restored import check_lab_link
-        lab_set_link(lab, record["n"], record["host"], True)
-        return f"lab {lab.name}: link {record['n']} of {record['host']} up; checked: " + \
-            check_lab_link(lab, record["n"], record["host"])
-    if method == "netlink-up":
-        set_link_state(record["interface"], "up")
-        return f"{record['interface']} up"
-    if method == "pci-rescan":
-        _write(sysfs.path("/sys/bus/pci/rescan"), "1")
-        return f"PCI bus rescanned (drive {record['serial']})"
-    if method == "md-readd":
-        from fxprobe.faults.restored import RestoreFailed, member_problem
-        from fxprobe.tools.mdadm import add_back
-        add_back(runner, record["md"], record["device"])
-        problem = member_problem(local_md_arrays(), Path(record["md"]).resolve().name, Path(record["device"]).name)
-        if problem:
-            raise RestoreFailed(f"{record['device']} added back to {record['md']}, but {problem}",
-                                hint="the journal keeps the restore: fxprobe fault restore")
-        return f"{record['device']} back in {record['md']}"
-    if method == "nullblk-power":
-        _write(sysfs.path(f"{record['folder']}/power"), "1")
-        return f"{record['folder']} powered on"
-    if method == "nvme-connect":
-        runner.run(["nvme", "connect", "-t", record["transport"], "-a", record["traddr"], "-s",
-                    str(record["trsvcid"]), "-n", record["nqn"]], timeout=90, check=True, what="reconnecting the path")
-        return f"path {record['traddr']} of {record['nqn']} reconnected"
-    if method == "nvmet-port-link":
-        from fxprobe.tools.nvmet import NvmetRoot
-        root = NvmetRoot()
-        root.port(record["port"], create=False).link(root.subsystem(record["nqn"], create=False))
-        return f"nvmet port {record['port']} exports {record['nqn']} again"
-    if method == "nvmet-ns-enable":
-        from fxprobe.tools.nvmet import NvmetRoot
-        _write(NvmetRoot().path / "subsystems" / record["nqn"] / "namespaces" / str(record["nsid"]) / "enable", "1")
-        return f"namespace {record['nsid']} of {record['nqn']} enabled"
-    if method == "command":
-        from fxprobe.faults.control import restore
-        return restore(record, runner, env)
-    if method == "manual":
-        say = env.say if env else print
-        say(f"PUT BACK {record['target']} NOW (waiting up to 300 s for the kernel to see it)")
-        at = wait_udev_event("add" if record.get("kind") == "drive-pull" else "change", record["target"], 300)
-        return f"{record['target']} is back (udev add at {at:.3f})"
-    raise BadInput(f"restore journal: unknown method {method!r}", hint="undo the fault by hand")
+        return Lab.load(name, self.runner)
+
+
+class LabPaths(Undo):
+    """The lab prepare step's reconnect of a host's paths (back to every link, default timeouts)."""
+
+    record = "lab-paths"
+
+    @classmethod
+    def undo(cls, record: dict, ctx: RestoreContext) -> str:
+        from fxprobe.faults.labprep import connect_paths
+        lab = ctx.lab(record["lab"])
+        connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
+        return f"lab {lab.name}: {record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
+
+
+class LabIopolicy(Undo):
+    """The lab prepare step's iopolicy change."""
+
+    record = "lab-iopolicy"
+
+    @classmethod
+    def undo(cls, record: dict, ctx: RestoreContext) -> str:
+        from fxprobe.faults.labprep import set_iopolicy
+        lab = ctx.lab(record["lab"])
+        set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
+        return f"lab {lab.name}: iopolicy {record['policy']} again"
+
+
+class LabRemoveExport(Undo):
+    """The lab prepare step's twin export."""
+
+    record = "lab-remove-export"
+
+    @classmethod
+    def undo(cls, record: dict, ctx: RestoreContext) -> str:
+        from fxprobe.faults.labprep import remove_twin
+        lab = ctx.lab(record["lab"])
+        return f"lab {lab.name}: " + remove_twin(lab, record["name"])
+
+
+def restore_from_record(record: dict, env: Env | None = None, runner: Runner | None = None) -> str:
+    """Undo one journaled fault through the class that wrote the record; returns what was done."""
+    import fxprobe.faults.control  # noqa: F401  (registers TargetControl's record, also in a new process)
+    undo = Undo.registry.get(record.get("method"))
+    if undo is None:
+        raise BadInput(f"restore journal: unknown method {record.get('method')!r}", hint="undo the fault by hand")
+    return undo.undo(record, RestoreContext(env, runner))
 
 
 from fxprobe.faults.corrupt import HostCorrupt, LabCorrupt  # noqa: E402  (Method subclasses: after Method)
