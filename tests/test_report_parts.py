@@ -97,7 +97,8 @@ def test_a_figure_above_its_physical_ceiling_is_an_artefact_not_a_pass():
 
 def soak_records(sample_s: float = 5.0, seconds: int = 600, cut: tuple[int, int] = (300, 330)) -> list[dict]:
     """A 10-minute soak at 100 MB/s with a 30 s link cut: no bytes move in the cut; a 0.3 s last sample."""
-    records = [{"type": "start", "ts": 1000.0, "planned_s": float(seconds), "profile": "p"},
+    records = [{"type": "start", "ts": 1000.0, "planned_s": float(seconds), "profile": "p", "target": "/dev/x",
+                "stall_s": 5.0, "sample_s": sample_s},
                {"type": "segment", "seg": 1, "ts": 1000.0}]
     done, t = 0.0, 1000.0
     while t < 1000 + seconds:
@@ -106,8 +107,9 @@ def soak_records(sample_s: float = 5.0, seconds: int = 600, cut: tuple[int, int]
             done += 100e6 * sample_s
         records.append({"type": "sample", "seg": 1, "ts": t, "io_bytes": done, "bw": 100e6})
     records.append({"type": "sample", "seg": 1, "ts": t + 0.3, "io_bytes": done + 60e6, "bw": 200e6})
-    records.append({"type": "interruption", "kind": "link-cut", "start_ts": 1000.0 + cut[0], "end_ts": 1000.0 + cut[1],
-                    "seconds": 30.0})
+    records.append({"type": "interruption", "id": 1, "kind": "link-cut", "start": "-", "start_ts": 1000.0 + cut[0],
+                    "detail": "cut"})
+    records.append({"type": "interruption-end", "id": 1, "end": "-", "end_ts": 1000.0 + cut[1], "seconds": 30.0})
     return records
 
 
@@ -189,8 +191,8 @@ def test_a_long_command_line_wraps_with_backslashes_and_options_keep_their_value
 def test_soak_view_of_a_real_lab_soak_joins_each_interruption_with_its_end():
     """soak.jsonl as `fxprobe soak` wrote it in the lab (10 min, one data link cut for 30 s): the
     interruption's end comes in its own 'interruption-end' record, and the plot spans it."""
-    from fxprobe.report.soakview import read_records
-    view = soak_view(read_records(Path(__file__).parent / "fixtures" / "soak" / "lab-10min-link-cut.jsonl"))
+    from fxprobe.soak.records import load_records          # strictly: every line a record the soak types
+    view = soak_view(load_records(Path(__file__).parent / "fixtures" / "soak" / "lab-10min-link-cut.jsonl"))
     (lost,) = view.interruptions
     assert lost.kind == "path-lost" and lost.seconds == 39.956
     assert abs((lost.end_h - lost.start_h) * 3600 - 39.956) < 1e-3

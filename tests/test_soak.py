@@ -137,15 +137,15 @@ def test_monitor_io_errors_and_lost_paths():
 def test_records_survive_a_torn_last_line(tmp_path):
     path = tmp_path / "soak.jsonl"
     log = soak.RecordLog(path)
-    log.append({"type": "start", "n": 1})
+    log.append({"type": "note", "detail": "n1"})
     log.close()
     with open(path, "a") as handle:
         handle.write('{"type": "sam')            # the crash came in the middle of a write
-    assert soak.read_records(path) == [{"type": "start", "n": 1}]
+    assert soak.read_records(path) == [{"type": "note", "detail": "n1"}]
     log = soak.RecordLog(path)                     # reopening cuts the torn line
     log.append({"type": "end"})
     log.close()
-    assert soak.read_records(path) == [{"type": "start", "n": 1}, {"type": "end"}]
+    assert soak.read_records(path) == [{"type": "note", "detail": "n1"}, {"type": "end"}]
 
 
 def test_summary_from_records_counts_covered_time_and_interruptions():

@@ -2,7 +2,8 @@
 interruptions by kind.
 
 Read from the run's ``soak.jsonl`` records (``start``, ``segment``, ``sample`` with fio's cumulative
-``io_bytes`` per segment, ``interruption`` with ``start_ts``/``end_ts``/``kind``). Bandwidth per interval is
+``io_bytes`` per segment, ``interruption`` with ``start_ts``/``end_ts``/``kind`` and its ``interruption-end``),
+through the soak's typed records (``fxprobe.soak.records``). Bandwidth per interval is
 bytes moved over the interval's length, so a short last interval cannot spike; a bucket's mean is its bytes
 over its covered time, its minimum the slowest full-length interval in it (an interval shorter than half the
 median is left out of the minimum, its bytes still counted in the mean). At most ``MAX_BUCKETS`` buckets, so
@@ -11,11 +12,13 @@ median is left out of the minimum, its bytes still counted in the mean). At most
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from fxprobe.soak.records import (InterruptionEndRecord, InterruptionRecord, Record, SampleRecord, SegmentRecord,
+                                  StartRecord, as_records, load_records)
 
 MAX_BUCKETS = 200
 PER_BUCKET = 3           # intervals per bucket when there are few
@@ -53,42 +56,34 @@ class SoakView:
     profile: str = ""
 
 
-def read_records(path: Path) -> list[dict]:
-    """The records of a soak.jsonl; a partial last line (a crash) and non-objects are skipped."""
-    records = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("type"), str):
-                records.append(record)
-    return records
-
-
-def _number(record: dict, key: str) -> float | None:
-    value = record.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def intervals(records: list[dict]) -> list[Interval]:
+def intervals(records: list[Record]) -> list[Interval]:
     """Bytes per interval between consecutive samples of a segment (the first from the segment's start)."""
     out: list[Interval] = []
-    last: dict[object, tuple[float, float]] = {}
+    last: dict[int, tuple[float, float]] = {}
     for record in records:
-        ts = _number(record, "ts")
-        if ts is None:
-            continue
-        if record["type"] == "segment":
-            last[record.get("seg")] = (ts, 0.0)
-        elif record["type"] == "sample":
-            done, bw = _number(record, "io_bytes"), _number(record, "bw")
-            previous = last.get(record.get("seg"))
+        if isinstance(record, SegmentRecord):
+            last[record.seg] = (record.ts, 0.0)
+        elif isinstance(record, SampleRecord):
+            ts, done, bw = record.ts, record.io_bytes, record.bw
+            previous = last.get(record.seg)
             if previous is not None and ts > previous[0]:
                 nbytes = done - previous[1] if done is not None else (bw or 0.0) * (ts - previous[0])
                 out.append(Interval(previous[0], ts, max(0.0, nbytes)))
-            last[record.get("seg")] = (ts, done if done is not None else 0.0)
+            last[record.seg] = (ts, done if done is not None else 0.0)
+    return out
+
+
+def _breaks(records: list[Record], origin: float) -> list[Interruption]:
+    """Each interruption, ending where its own record or its ``interruption-end`` says (else at its start)."""
+    ends = {r.id: r for r in records if isinstance(r, InterruptionEndRecord)}
+    out = []
+    for r in records:
+        if isinstance(r, InterruptionRecord):
+            close = ends.get(r.id)
+            end = r.end_ts if r.end is not None else (close.end_ts if close else None)
+            seconds = r.seconds if r.end is not None else (close.seconds if close else None)
+            out.append(Interruption((r.start_ts - origin) / 3600, ((end or r.start_ts) - origin) / 3600, r.kind,
+                                    seconds, r.detail))
     return out
 
 
@@ -112,29 +107,23 @@ def _buckets(spans: list[Interval], origin: float) -> tuple[list[float], list[fl
     return [k * width / 3600 for k in range(count + 1)], mean, minimum, width
 
 
-def soak_view(records: list[dict]) -> SoakView | None:
+def soak_view(records: list) -> SoakView | None:
+    """The view of a soak's records (typed, or dicts checked against their types)."""
+    records = as_records(records)
     spans = intervals(records)
     if not spans:
         return None
-    start = next((r for r in records if r["type"] == "start" and _number(r, "ts") is not None), None)
+    start = next((r for r in records if isinstance(r, StartRecord)), None)
     origin = spans[0].start               # the load's start (its first segment), after the untimed layout
     edges, mean, minimum, width = _buckets(spans, origin)
-    ends = {r.get("id"): r for r in records if r["type"] == "interruption-end" and r.get("id") is not None}
-    breaks = []
-    for r in records:
-        if r["type"] == "interruption" and _number(r, "start_ts") is not None:
-            closed = ends.get(r.get("id"), {}) if r.get("id") is not None else {}
-            begin = _number(r, "start_ts")
-            end = _number(r, "end_ts") or _number(closed, "end_ts") or begin
-            seconds = _number(r, "seconds") if _number(r, "seconds") is not None else _number(closed, "seconds")
-            breaks.append(Interruption((begin - origin) / 3600, (end - origin) / 3600, str(r.get("kind") or "?"),
-                                       seconds, str(r.get("detail") or "")))
-    planned = _number(start, "planned_s") if start else None
+    planned = start.planned_s if start else None
     return SoakView(tuple(edges), tuple(mean), tuple(minimum), width, (spans[-1].end - origin) / 3600,
-                    planned / 3600 if planned else None, tuple(breaks), str((start or {}).get("profile") or ""))
+                    planned / 3600 if planned else None, tuple(_breaks(records, origin)),
+                    start.profile if start else "")
 
 
 def soak_of(run_path: Path, results: dict) -> SoakView | None:
-    """The soak view of a run folder holding soak records (``results.records``, default soak.jsonl)."""
+    """The soak view of a run folder holding soak records (``results.records``, default soak.jsonl), read
+    through the soak's own record types (what is not a record is left out)."""
     path = Path(run_path) / str(results.get("records") or "soak.jsonl")
-    return soak_view(read_records(path)) if path.is_file() else None
+    return soak_view(load_records(path, lenient=True)) if path.is_file() else None

@@ -1,12 +1,150 @@
-"""The soak's records: append-only JSON lines, each flushed and fsync'd; a torn last line is cut."""
+"""The soak's records: append-only JSON lines, each flushed and fsync'd; a torn last line is cut.
+
+Every record is one of the typed records below (``type`` names which): the soak writes through them
+(``RecordLog.append`` checks each record against its type before it is written) and everything that reads
+a ``soak.jsonl`` - the summary, ``--resume``, the report - reads through them (``load_records``), so a
+field a producer stops writing fails where it is written, not silently where it is read.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fxprobe.core.errors import ParseError
+
+
+class Record(BaseModel):
+    """Fields every record may carry: its type, the UTC stamp and epoch seconds it speaks of."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    type: str
+    t: str | None = None
+    ts: float | None = None
+
+    def to_dict(self) -> dict:
+        """The record as written: the fields it was given (none added), extra ones included."""
+        return self.model_dump(exclude_unset=True)
+
+
+class StartRecord(Record):
+    profile: str
+    target: str
+    planned_s: float
+    stall_s: float
+    sample_s: float
+    health_s: float | None = None
+    pid: int | None = None
+
+
+class SegmentRecord(Record):
+    seg: int
+    ts: float
+    planned_s: float | None = None
+    pid: int | None = None
+
+
+class SampleRecord(Record):
+    """fio's cumulative counters of one status report and the rates over the interval before it."""
+
+    seg: int
+    ts: float
+    io_bytes: float | None = None
+    ios: int | None = None
+    errors: int = 0
+    bw: float | None = None
+    iops: float | None = None
+
+
+class InterruptionRecord(Record):
+    """An interruption opened (``end`` later in an ``interruption-end``) or an instant one (with its end)."""
+
+    id: int
+    kind: str
+    start: str
+    start_ts: float
+    detail: str
+    end: str | None = None
+    end_ts: float | None = None
+    seconds: float | None = None
+
+
+class InterruptionEndRecord(Record):
+    id: int
+    end: str
+    end_ts: float | None = None
+    seconds: float | None = None
+    detail: str = ""
+
+
+class NoteRecord(Record):
+    detail: str
+
+
+class TelemetryRecord(Record):
+    nvme_temp_c: dict[str, float] = {}
+    host: Any = None
+    paths: Any = None
+    md: Any = None
+
+
+class HealthRecord(Record):
+    smart: Any = None
+
+
+class ResumeRecord(Record):
+    pid: int | None = None
+    orphan: str = ""
+    covered_s: float | None = None
+
+
+class EndRecord(Record):
+    reason: str = ""
+
+
+RECORD_TYPES: dict[str, type[Record]] = {
+    "start": StartRecord, "segment": SegmentRecord, "sample": SampleRecord, "interruption": InterruptionRecord,
+    "interruption-end": InterruptionEndRecord, "note": NoteRecord, "telemetry": TelemetryRecord,
+    "health": HealthRecord, "resume": ResumeRecord, "end": EndRecord}
+
+
+def as_record(data: "Record | dict", source: str = "soak record") -> Record:
+    """The typed record of ``data`` (a record passes through); ParseError names the field that is wrong."""
+    if isinstance(data, Record):
+        return data
+    kind = data.get("type") if isinstance(data, dict) else None
+    model = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ParseError(source, "type", f"not a soak record type: {kind!r} (known: {', '.join(RECORD_TYPES)})")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "record"
+        raise ParseError(source, f"{kind}.{field}", error["msg"]) from None
+
+
+def as_records(records: list) -> list[Record]:
+    return [as_record(r, f"soak record {n}") for n, r in enumerate(records, 1)]
+
+
+def load_records(path: Path, lenient: bool = False) -> list[Record]:
+    """The typed records of a soak.jsonl. ``lenient`` (a report over someone's evidence) skips what is
+    not a record instead of refusing it."""
+    if not lenient:
+        return [as_record(r, f"{path} line {n}") for n, r in enumerate(read_records(path), 1)]
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                out.append(as_record(json.loads(line)))
+            except (json.JSONDecodeError, ParseError):
+                continue
+    return out
 
 
 class RecordLog:
@@ -17,11 +155,13 @@ class RecordLog:
         repair_tail(self.path)
         self._handle = open(self.path, "a")
 
-    def append(self, record: dict) -> dict:
-        self._handle.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+    def append(self, record: "Record | dict") -> dict:
+        """Write one record (checked against its type first); returns it as written."""
+        data = as_record(record, str(self.path)).to_dict()
+        self._handle.write(json.dumps(data, separators=(",", ":"), default=str) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        return record
+        return data
 
     def close(self) -> None:
         self._handle.close()
@@ -43,6 +183,7 @@ def repair_tail(path: Path) -> int:
 
 
 def read_records(path: Path) -> list[dict]:
+    """The JSON objects of a records file as written (``load_records`` gives them typed)."""
     records = []
     with open(path) as handle:
         lines = handle.read().split("\n")

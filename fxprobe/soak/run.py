@@ -24,7 +24,7 @@ from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STA
 from fxprobe.core.status import Status
 from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
-from fxprobe.soak.records import RecordLog, read_records, repair_tail
+from fxprobe.soak.records import InterruptionRecord, RecordLog, load_records, repair_tail
 from fxprobe.soak.stream import JsonStream, parse_status_doc
 from fxprobe.soak.summary import SoakSummary, summarize
 from fxprobe.tools import fio
@@ -152,6 +152,19 @@ def fio_jobs(pid: int) -> list[dict]:
         return []
 
 
+def _drain(fd: int) -> tuple[bytes, bool]:
+    """Everything readable now on a non-blocking pipe, and whether it reached its end."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return b"".join(chunks), False
+        if not data:
+            return b"".join(chunks), True
+        chunks.append(data)
+
+
 class Soak:
     """One soak run in a run directory: fresh (``start``) or continued (``resume``)."""
 
@@ -200,11 +213,11 @@ class Soak:
         path = self.run.path / RECORDS
         orphan = kill_orphan(self.state.get("fio") or {})
         repair_tail(path)
-        records = read_records(path)
+        records = load_records(path)
         done = summarize(records)
-        self.monitor.next_id = max([r.get("id", 0) for r in records if r.get("type") == "interruption"] + [0]) + 1
+        self.monitor.next_id = max([r.id for r in records if isinstance(r, InterruptionRecord)] + [0]) + 1
         self.log = ObservedLog(RecordLog(path), self.status)
-        last_ts = max((r.get("end_ts") or r.get("ts") or r.get("start_ts") or 0) for r in records)
+        last_ts = max((getattr(r, "end_ts", None) or r.ts or getattr(r, "start_ts", None) or 0) for r in records)
         now = time.time()
         self.log.append({"type": "resume", "t": stamp(now), "ts": now, "pid": os.getpid(), "orphan": orphan,
                          "covered_s": done.duration_s})
@@ -250,7 +263,7 @@ class Soak:
             self._side.shutdown(wait=False, cancel_futures=True)
             self.log.close()
             self.status.close()
-        return summarize(read_records(self.run.path / RECORDS))
+        return summarize(load_records(self.run.path / RECORDS))
 
     def _segment(self, segment: int, remaining_s: float) -> tuple[int | None, float]:
         """Run fio for ``remaining_s``; returns (exit code, seconds covered by samples)."""
@@ -316,17 +329,8 @@ class Soak:
         try:
             while not eof:
                 selector.select(timeout=0.5)
-                chunks = []
-                while True:
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        break
-                    if not data:
-                        eof = True
-                        break
-                    chunks.append(data)
-                for doc in stream.feed(b"".join(chunks)) if chunks else ():
+                data, eof = _drain(fd)
+                for doc in stream.feed(data) if data else ():
                     point = parse_status_doc(doc)
                     self.live.doc(doc)
                     first_ts = first_ts or point.ts
@@ -337,11 +341,7 @@ class Soak:
                 for record in self.monitor.tick(now):
                     self.log.append(record)
                 if now >= next_jobs and background.alive():
-                    jobs = fio_jobs(background.pid)
-                    next_jobs = now + (10.0 if jobs else 0.5)
-                    if jobs and jobs != self.state["fio"].get("jobs"):
-                        self.state["fio"]["jobs"] = jobs
-                        self._save_state()
+                    next_jobs = now + (10.0 if self._track_jobs(background.pid) else 0.5)
                 if not background.alive() and not eof:
                     # fio's main process is gone; job processes holding the pipe are stopped
                     main_gone = main_gone or now
@@ -349,10 +349,7 @@ class Soak:
                         kill_orphan({"argv": self.state["fio"]["argv"], "jobs": self.state["fio"].get("jobs", [])})
                 if now >= next_path:
                     next_path = now + 1.0
-                    states = telemetry.path_states()
-                    for record in self.monitor.paths(self.state["baseline_paths"], states, now):
-                        self.log.append(record)
-                    self.status.health(paths={name: path.get("state") for name, path in states.items()})
+                    self._check_paths(now)
                 self._collect_side_readings()
                 if now >= next_telemetry and "telemetry" not in self._pending:
                     next_telemetry = now + self.config.sample_s
@@ -374,6 +371,21 @@ class Soak:
             self.log.append({"type": "note", "t": stamp(time.time()), "ts": time.time(),
                              "detail": f"not JSON on fio's stdout: {text}"})
         return first_ts, last_ts
+
+    def _check_paths(self, now: float) -> None:
+        """A path lost (or back) since the soak started is an interruption opened (or closed)."""
+        states = telemetry.path_states()
+        for record in self.monitor.paths(self.state["baseline_paths"], states, now):
+            self.log.append(record)
+        self.status.health(paths={name: path.get("state") for name, path in states.items()})
+
+    def _track_jobs(self, pid: int) -> list[dict]:
+        """fio's job processes, saved in the state when they changed (kill_orphan finds them after a crash)."""
+        jobs = fio_jobs(pid)
+        if jobs and jobs != self.state["fio"].get("jobs"):
+            self.state["fio"]["jobs"] = jobs
+            self._save_state()
+        return jobs
 
     # -- side readings ----------------------------------------------------------
     def _collect_side_readings(self) -> None:

@@ -8,6 +8,9 @@ from dataclasses import asdict, dataclass
 from fxprobe.core.errors import ParseError
 from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, STATUS_INTERVAL_S, hms
 from fxprobe.soak.monitor import Interruption
+from fxprobe.soak.records import (RECORD_TYPES, EndRecord, HealthRecord, InterruptionEndRecord, InterruptionRecord,
+                                  NoteRecord, ResumeRecord, SampleRecord, SegmentRecord, StartRecord,
+                                  TelemetryRecord, as_records)
 from fxprobe.core.verdict import Criterion, Verdict
 
 
@@ -83,77 +86,117 @@ def _counts(items) -> dict[str, int]:
     return counts
 
 
-def summarize(records: list[dict]) -> SoakSummary:
-    """The soak's results, recomputed from its records (after a crash as after a clean end)."""
-    start = next((r for r in records if r.get("type") == "start"), None)
+class _Tally:
+    """What summarize counts, one method per record type (``_TALLY``), in the order the records came."""
+
+    def __init__(self):
+        self.start: StartRecord | None = None
+        self.end: EndRecord | None = None
+        self.segments: dict[int, dict] = {}
+        self.opened: dict[int, InterruptionRecord] = {}
+        self.ended: dict[int, InterruptionEndRecord] = {}
+        self.bws: list[float] = []
+        self.iopss: list[float] = []
+        self.temps: dict[str, float] = {}
+        self.errors_by_segment: dict[int, int] = {}
+        self.samples = self.telemetry = self.health = self.resumes = 0
+        self.first: str | None = None
+        self.last: str | None = None
+        self.notes: list[str] = []
+
+    def on_start(self, r: StartRecord) -> None:
+        self.start = self.start or r
+
+    def on_segment(self, r: SegmentRecord) -> None:
+        self.segments[r.seg] = {"start": r.ts, "last": None}
+
+    def on_sample(self, r: SampleRecord) -> None:
+        self.samples += 1
+        seg = self.segments.setdefault(r.seg, {"start": r.ts, "last": None})
+        if seg.get("first") is None:
+            if not r.ios:
+                seg["start"] = r.ts          # fio runs but its jobs have not started: not load yet
+            else:
+                # the load began within one status interval before the first report that shows I/O,
+                # not when fio was started (opening the jobs on a slow node takes seconds of no load)
+                seg["first"] = r.ts
+                seg["start"] = max(seg["start"], r.ts - STATUS_INTERVAL_S)
+        seg["last"] = r.ts
+        self.first = self.first or r.t
+        self.last = r.t
+        if r.bw is not None:
+            self.bws.append(r.bw)
+            self.iopss.append(r.iops or 0.0)
+        self.errors_by_segment[r.seg] = r.errors
+
+    def on_interruption(self, r: InterruptionRecord) -> None:
+        self.opened[r.id] = r
+
+    def on_interruption_end(self, r: InterruptionEndRecord) -> None:
+        self.ended[r.id] = r
+
+    def on_telemetry(self, r: TelemetryRecord) -> None:
+        self.telemetry += 1
+        for ctrl, value in r.nvme_temp_c.items():
+            self.temps[ctrl] = max(self.temps.get(ctrl, value), value)
+
+    def on_health(self, r: HealthRecord) -> None:
+        self.health += 1
+
+    def on_resume(self, r: ResumeRecord) -> None:
+        self.resumes += 1
+
+    def on_end(self, r: EndRecord) -> None:
+        self.end = r
+
+    def on_note(self, r: NoteRecord) -> None:
+        if len(self.notes) < SoakSummary.MAX_NOTES:
+            self.notes.append(f"{r.t or ''} {r.detail}")
+
+    def interruptions(self) -> tuple[Interruption, ...]:
+        """Each opened interruption with its end (from the opening record when instant, else its end record)."""
+        out = []
+        for ident, r in sorted(self.opened.items()):
+            close = self.ended.get(ident)
+            end_text = r.end or (close.end if close else None)
+            seconds = r.seconds if r.end is not None else (close.seconds if close else None)
+            detail = r.detail + (f"; {close.detail}" if close and close.detail else "")
+            out.append(Interruption(r.kind, r.start, end_text, seconds, detail, ident))
+        return tuple(out)
+
+    def unmonitored_s(self) -> float:
+        """Seconds fxprobe was not running (``gap`` interruptions): never counted as covered."""
+        return round(sum(r.seconds or 0 for r in self.opened.values() if r.kind == "gap"), 3)
+
+    def bandwidth(self) -> dict:
+        if not self.bws:
+            return {"mean_bytes": None}
+        ordered = sorted(self.bws)
+        return {"mean_bytes": statistics.fmean(ordered), "min_bytes": ordered[0], "max_bytes": ordered[-1],
+                "p5_bytes": ordered[int(0.05 * (len(ordered) - 1))], "p50_bytes": statistics.median(ordered),
+                "zero_intervals": sum(1 for v in ordered if v == 0), "intervals": len(ordered)}
+
+
+_TALLY = {kind: getattr(_Tally, "on_" + kind.replace("-", "_")) for kind in RECORD_TYPES}
+
+
+def summarize(records: list) -> SoakSummary:
+    """The soak's results, recomputed from its records (typed, or dicts checked against their types) -
+    after a crash as after a clean end."""
+    tally = _Tally()
+    for record in as_records(records):
+        _TALLY[record.type](tally, record)
+    start = tally.start
     if start is None:
         raise ParseError(RECORDS, "start", "no start record: not a soak record file")
-    segments: dict[int, dict] = {}
-    opened: dict[int, dict] = {}
-    ended: dict[int, dict] = {}
-    bws, iopss, temps = [], [], {}
-    errors_by_segment: dict[int, int] = {}
-    samples = telemetry_n = health_n = resumes = 0
-    first = last = None
-    end = None
-    notes: list[str] = []
-    for r in records:
-        kind = r.get("type")
-        if kind == "segment":
-            segments[r["seg"]] = {"start": r["ts"], "last": None}
-        elif kind == "sample":
-            samples += 1
-            seg = segments.setdefault(r["seg"], {"start": r["ts"], "last": None})
-            if seg.get("first") is None:
-                if not r.get("ios"):
-                    seg["start"] = r["ts"]          # fio runs but its jobs have not started: not load yet
-                else:
-                    # the load began within one status interval before the first report that shows I/O,
-                    # not when fio was started (opening the jobs on a slow node takes seconds of no load)
-                    seg["first"] = r["ts"]
-                    seg["start"] = max(seg["start"], r["ts"] - STATUS_INTERVAL_S)
-            seg["last"] = r["ts"]
-            first = first or r["t"]
-            last = r["t"]
-            if r.get("bw") is not None:
-                bws.append(r["bw"])
-                iopss.append(r.get("iops") or 0.0)
-            errors_by_segment[r["seg"]] = r.get("errors", 0)
-        elif kind == "interruption":
-            opened[r["id"]] = r
-        elif kind == "interruption-end":
-            ended[r["id"]] = r
-        elif kind == "telemetry":
-            telemetry_n += 1
-            for ctrl, value in (r.get("nvme_temp_c") or {}).items():
-                temps[ctrl] = max(temps.get(ctrl, value), value)
-        elif kind == "health":
-            health_n += 1
-        elif kind == "resume":
-            resumes += 1
-        elif kind == "end":
-            end = r
-        elif kind == "note" and len(notes) < SoakSummary.MAX_NOTES:
-            notes.append(f"{r.get('t', '')} {r['detail']}")
-    covered = sum(s["last"] - s["start"] for s in segments.values() if s["last"] is not None)
-    unmonitored = sum(r.get("seconds") or 0 for r in opened.values() if r.get("kind") == "gap")
-    interruptions = []
-    for ident, r in sorted(opened.items()):
-        close = ended.get(ident, {})
-        end_text = r.get("end") or close.get("end")
-        seconds = r.get("seconds", close.get("seconds"))
-        detail = r["detail"] + (f"; {close['detail']}" if close.get("detail") else "")
-        interruptions.append(Interruption(r["kind"], r["start"], end_text, seconds, detail, ident))
-    ordered = sorted(bws)
-    bandwidth = {"mean_bytes": None} if not bws else {
-        "mean_bytes": statistics.fmean(bws), "min_bytes": ordered[0], "max_bytes": ordered[-1],
-        "p5_bytes": ordered[int(0.05 * (len(ordered) - 1))], "p50_bytes": statistics.median(ordered),
-        "zero_intervals": sum(1 for v in bws if v == 0), "intervals": len(bws)}
+    covered = sum(s["last"] - s["start"] for s in tally.segments.values() if s["last"] is not None)
     return SoakSummary(
-        profile=start["profile"], target=start["target"], planned_s=start["planned_s"], duration_s=round(covered, 3),
-        samples=samples, segments=len(segments), resumes=resumes, interruptions=tuple(interruptions),
-        bandwidth=bandwidth, iops_mean=statistics.fmean(iopss) if iopss else None,
-        io_errors=sum(errors_by_segment.values()), telemetry_samples=telemetry_n, health_samples=health_n,
-        nvme_temp_max_c=temps, stall_s=start["stall_s"], sample_s=start["sample_s"], completed=end is not None,
-        end_reason=(end or {}).get("reason", ""), first_sample=first, last_sample=last,
-        notes=tuple(notes), unmonitored_s=round(unmonitored, 3))
+        profile=start.profile, target=start.target, planned_s=start.planned_s, duration_s=round(covered, 3),
+        samples=tally.samples, segments=len(tally.segments), resumes=tally.resumes,
+        interruptions=tally.interruptions(), bandwidth=tally.bandwidth(),
+        iops_mean=statistics.fmean(tally.iopss) if tally.iopss else None,
+        io_errors=sum(tally.errors_by_segment.values()), telemetry_samples=tally.telemetry,
+        health_samples=tally.health, nvme_temp_max_c=tally.temps, stall_s=start.stall_s, sample_s=start.sample_s,
+        completed=tally.end is not None, end_reason=tally.end.reason if tally.end else "",
+        first_sample=tally.first, last_sample=tally.last, notes=tuple(tally.notes),
+        unmonitored_s=tally.unmonitored_s())
