@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from fxprobe.host import fabrics as fab
-from fxprobe.core import nodes
+from fxprobe.cli import nodes
 from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.cli.options import POSITIVE_INT, duration, lab_option, number
 from fxprobe.core.verdict import Outcome

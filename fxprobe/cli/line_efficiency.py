@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from fxprobe.network import line_efficiency as le
-from fxprobe.core import nodes
+from fxprobe.cli import nodes
 from fxprobe.cli.app import App, finish_verdict, pass_app
 from fxprobe.cli.options import INT_LIST, PORT, POSITIVE_INT, duration, lab_option, number, rate
 from fxprobe.core.errors import BadInput

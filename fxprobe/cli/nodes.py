@@ -23,7 +23,3 @@ def resolve(spec: str | None, lab: str | None = None) -> Host:
     if not 1 <= port <= 65535:
         raise BadInput(f"node {spec!r}: port {port} out of range")
     return SshHost(spec, match.group("host").strip("[]"), port, match.group("user") or "root")
-
-
-def resolve_many(specs: list[str], lab: str | None = None) -> list[Host]:
-    return [resolve(spec, lab) for spec in specs]

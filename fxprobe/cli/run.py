@@ -16,7 +16,7 @@ from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LocalHost, SshHost
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
-FIO_PORT = 8765   # fxprobe.workload.run.FIO_PORT; the heavy modules (pandas) load only when a command runs
+FIO_PORT = 8765   # fxprobe.tools.fio.FIO_PORT; the heavy modules (pandas) load only when a command runs
 REPEAT_DIFF_LIMIT_PCT = 5.0
 STATUS_INTERVAL_S = 5.0   # off a terminal: one status line per 5 s of a run or sweep
 

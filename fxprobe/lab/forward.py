@@ -123,7 +123,7 @@ def guest_address(index: int) -> str:
 def guest_nodes(lab, guests: list[str], guest_port: int) -> Iterator[list]:
     """fio nodes for lab guests: ``fio --server`` listens on 0.0.0.0:guest_port inside each guest,
     fio's client here dials a forwarded loopback port; every rule is removed on the way out."""
-    from fxprobe.workload.run import Node
+    from fxprobe.tools.fio import Node
     names = [lab.guest_name(g) for g in guests]
     if len(set(names)) != len(names):
         raise BadInput(f"--nodes {','.join(guests)}: a guest is listed twice")

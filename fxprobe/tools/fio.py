@@ -32,6 +32,7 @@ PLAT_NR = PLAT_GROUP_NR * PLAT_VAL  # 1856 bins
 
 DIRECTIONS = ("read", "write", "trim")
 AGGREGATE_NAME = "All clients"
+FIO_PORT = 8765                     # fio --server's default port
 
 
 def bin_value_ns(index: int) -> int:
@@ -95,6 +96,40 @@ def percentile_from_bins(bins: Mapping[int, int], percent: float) -> int | None:
 
 
 # -- results ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Node:
+    """One load-generating node: where ``fio --server`` runs and the address ``fio --client`` dials.
+
+    ``fio --server`` listens on ``listen_address:listen_port`` when they are given (a lab guest
+    listens on 0.0.0.0 inside, reached through a forwarded loopback port), else on the dial
+    endpoint ``address:port``. ``label`` names the node in reports (e.g. the lab guest).
+    """
+
+    host: Host
+    address: str
+    port: int = FIO_PORT
+    listen_address: str | None = None
+    listen_port: int | None = None
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.address
+
+    @property
+    def listen(self) -> str:
+        """The ``--server=ip:ADDR,PORT`` endpoint."""
+        return f"ip:{self.listen_address or self.address},{self.listen_port or self.port}"
+
+    def to_dict(self) -> dict:
+        data = {"host": self.host.to_dict(), "address": self.address, "port": self.port}
+        if self.listen_address or self.listen_port:
+            data["listen"] = self.listen
+        if self.label:
+            data["label"] = self.label
+        return data
+
+
 @dataclass(frozen=True)
 class LatencyStats:
     min_ns: float

@@ -28,44 +28,10 @@ from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
 from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
 from fxprobe.tools import fio, fio_logs
+from fxprobe.tools.fio import FIO_PORT, Node
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 REPEAT_DIFF_LIMIT_PCT = 5.0
-FIO_PORT = 8765
-
-
-@dataclass(frozen=True)
-class Node:
-    """One load-generating node: where ``fio --server`` runs and the address ``fio --client`` dials.
-
-    ``fio --server`` listens on ``listen_address:listen_port`` when they are given (a lab guest
-    listens on 0.0.0.0 inside, reached through a forwarded loopback port), else on the dial
-    endpoint ``address:port``. ``label`` names the node in reports (e.g. the lab guest).
-    """
-
-    host: Host
-    address: str
-    port: int = FIO_PORT
-    listen_address: str | None = None
-    listen_port: int | None = None
-    label: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.label or self.address
-
-    @property
-    def listen(self) -> str:
-        """The ``--server=ip:ADDR,PORT`` endpoint."""
-        return f"ip:{self.listen_address or self.address},{self.listen_port or self.port}"
-
-    def to_dict(self) -> dict:
-        data = {"host": self.host.to_dict(), "address": self.address, "port": self.port}
-        if self.listen_address or self.listen_port:
-            data["listen"] = self.listen
-        if self.label:
-            data["label"] = self.label
-        return data
 
 
 @dataclass(frozen=True)
