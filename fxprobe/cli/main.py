@@ -53,12 +53,7 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module_name, attribute = COMMANDS[name]
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                return None  # not built yet
-            raise
+        module = importlib.import_module(module_name)
         command = getattr(module, attribute, None)
         return conventions.adopt(command, name) if command is not None else None
 

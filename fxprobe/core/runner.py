@@ -201,11 +201,9 @@ class Background:
 class Runner:
     """Runs argv lists, records each call in a RunDir (if any)."""
 
-    def __init__(self, rundir: RunDir | None = None, *, dry_run: bool = False,
-                 scratch: Path | None = None):
+    def __init__(self, rundir: RunDir | None = None, *, dry_run: bool = False):
         self.rundir = rundir
         self.dry_run = dry_run
-        self._scratch = scratch
 
     # -- helpers -----------------------------------------------------------
     def _raw_paths(self, name: str) -> tuple[Path | None, Path | None]:

@@ -111,19 +111,23 @@ SizeAsWritten = Annotated[Any, BeforeValidator(_size_as_written),
                                           "description": "a size kept as written (\"4k\" is handed to fio as 4k)"})]
 
 
+def not_below(low_field: str, high_field: str):
+    """A field validator of ``high_field``: refuses a value below the model's ``low_field`` (min <= max)."""
+    def check(cls, high: float, info: ValidationInfo) -> float:
+        low = info.data.get(low_field)
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"is below {low_field} ({high:g} < {low:g}); write min <= max")
+        return high
+    return field_validator(high_field)(classmethod(check))
+
+
 class Band(InputModel):
     """An inclusive band [min, max] with min <= max."""
 
     min: FiniteFloat
     max: FiniteFloat
 
-    @field_validator("max")
-    @classmethod
-    def _ordered(cls, high: float, info: ValidationInfo) -> float:
-        low = info.data.get("min")
-        if low is not None and low > high:
-            raise ValueError(f"is below min ({high:g} < {low:g}); write min <= max")
-        return high
+    _ordered = not_below("min", "max")
 
 
 # --------------------------------------------------------------------------- errors -> one line

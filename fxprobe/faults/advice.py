@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.verdict import format_number
 
 ADVISED = {"keep_alive_tmo": 2, "reconnect_delay": 1, "ctrl_loss_tmo": 60, "fast_io_fail_tmo": 5,
@@ -25,16 +26,13 @@ ADVISED = {"keep_alive_tmo": 2, "reconnect_delay": 1, "ctrl_loss_tmo": 60, "fast
 
 
 @dataclass(frozen=True)
-class Advice:
+class Advice(AsDict):
     stall_s: float | None
     live_paths: int
     in_force: dict                 # controller -> {kato, ctrl_loss_tmo, reconnect_delay, fast_io_fail_tmo, state}
     iopolicy: str | None
     lines: tuple[str, ...]
     try_next: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def read_timeouts(nqn: str | None = None) -> dict:

@@ -18,12 +18,13 @@ millisecond and count successful I/O only; from averaged logs a sample stamped `
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from fxprobe.core.data import AsDict
 from fxprobe.faults.completions import Completions, first_effect, longest_gap, recovered_at
 from fxprobe.tools.fio import FioHistLog, percentile_from_bins
 from fxprobe.core.verdict import Criterion, Outcome
@@ -32,7 +33,7 @@ AFFECTED_FRACTION = 0.5   # a window below half the steady-state IOPS is "affect
 
 
 @dataclass(frozen=True)
-class Impact:
+class Impact(AsDict):
     log_msec: int
     inject_ms: int
     restore_ms: int
@@ -56,9 +57,6 @@ class Impact:
     load_end_ms: int | None = None
     baseline_ios: int | None = None       # successful completions counted (exact source)
     window_ios: int | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def combine(frames: Sequence[pd.DataFrame], log_msec: int) -> pd.Series:

@@ -23,7 +23,7 @@ from fxprobe.faults import verify as verify_mod
 from fxprobe.faults.completions import Completions
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.live import LoadWatch
-from fxprobe.faults.scenario import Scenario
+from fxprobe.faults.scenario import LINK_KINDS, Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
@@ -31,7 +31,6 @@ from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
 from fxprobe.host.safety import TargetCheck, check_load_target
 
-LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")
 
 
 @dataclass

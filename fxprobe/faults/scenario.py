@@ -8,12 +8,13 @@ which export and how many paths (``[lab]``). Every key has a documented default 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import (InputModel, NonEmptyStr, NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat,
                                  PositiveInt, SizeAsWritten, validate)
@@ -31,6 +32,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "namespace-disable": ("configfs",),
     "corrupt": ("dd",),          # lab: a raid0 member below md; host: fault.device
 }
+LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")   # the kinds that cut a path, not a drive
 RW = ("randread", "read", "randwrite", "write", "randrw", "rw")
 
 FaultKind = Literal["drive-pull", "link-down", "link-flap", "path-loss", "port-disable", "namespace-disable",
@@ -189,7 +191,7 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
 
 
 @dataclass(frozen=True)
-class Scenario:
+class Scenario(AsDict):
     name: str
     source: str
     description: str
@@ -207,9 +209,6 @@ class Scenario:
     def total_s(self) -> float:
         t = self.timing
         return t["steady_s"] + t["fault_s"] + t["recover_s"]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def parse_scenario(text: str, source: str, name: str | None = None) -> Scenario:

@@ -12,32 +12,19 @@ import json
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import FxprobeError
 
 
 @dataclass(frozen=True)
-class Sample:
+class Sample(AsDict):
     t: float                    # epoch s (local clock of the machine running fxprobe)
     paths: dict                 # controller -> state (e.g. live, connecting)
     md: dict                    # md name -> "health action progress"
     error: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def lab_snapshot(lab, load_host: str, nqn: str | None) -> Callable[[], tuple[dict, dict]]:
-    """Path states of ``nqn`` on the load host and md state on the array (quick shell views)."""
-    from fxprobe.faults.labprep import array_view, host_view
-
-    def snap() -> tuple[dict, dict]:
-        paths = {p["controller"]: p["state"] for s in host_view(lab, load_host)
-                 if nqn is None or s["nqn"] == nqn for p in s["paths"]}
-        return paths, {m["name"]: md_text(m) for m in array_view(lab)["md"]}
-    return snap
 
 
 def merge_node_samples(host: list[tuple[float, list]], array: list[tuple[float, dict]], nqn: str | None,

@@ -25,8 +25,9 @@ Storage cost share
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 
 SECONDS_PER_HOUR = 3600.0
@@ -61,14 +62,11 @@ def load_time(model_gb: float, read_gb_per_s: float, overhead_s: float = 0.0) ->
 
 
 @dataclass(frozen=True)
-class SwitchScenario:
+class SwitchScenario(AsDict):
     label: str
     switches_per_hour: float
     switch_time_s: float
     utilization_pct: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def scenario(label: str, switches_per_hour: float, switch_time_s: float) -> SwitchScenario:
@@ -77,16 +75,13 @@ def scenario(label: str, switches_per_hour: float, switch_time_s: float) -> Swit
 
 
 @dataclass(frozen=True)
-class CostShare:
+class CostShare(AsDict):
     nodes: int
     nodes_per_array: int
     arrays: int
     storage_cost: float
     gpu_cost: float
     share_pct: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def storage_cost_share(nodes: int, node_price: float, array_price: float, nodes_per_array: int = 8,

@@ -37,6 +37,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+from fxprobe.faults.scenario import LINK_KINDS
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
@@ -51,7 +52,6 @@ LINE_EFFICIENCY = Requirement("line-efficiency run", "fxprobe line-efficiency PE
 SOAK = Requirement("soak run", "fxprobe soak PROFILE --duration 72h", commands=("soak",))
 REPORT_VERIFY = Requirement("verification of the signed joint-test report",
                             "fxprobe report verify REPORT --public-key SIGNER.pub", commands=("report verify",))
-LINK_KINDS = ("link-down", "link-flap", "path-loss", "port-disable")
 DRIVE_FAULT = Requirement("drive-pull fault run", "fxprobe fault run SCENARIO (kind drive-pull)",
                           commands=("fault run",), where=(("plan.kind", "drive-pull"),), unless=(("dry_run", True),))
 LINK_FAULT = Requirement("link-cut fault run", "fxprobe fault run SCENARIO (kind link-down)",

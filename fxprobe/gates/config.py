@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field
 
 from fxprobe.core.errors import BadInput
-from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt, validate)
+from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt, not_below,
+                                 validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 DEFAULT_FILE = "gates.toml"
@@ -40,13 +41,7 @@ class G3Thresholds(InputModel):
     nodes_sharing: PositiveInt = 8
     nic_ceiling_min_pct: Percent = 90.0
 
-    @field_validator("throughput_gain_max_pct")
-    @classmethod
-    def _band(cls, high: float, info: ValidationInfo) -> float:
-        low = info.data.get("throughput_gain_min_pct")
-        if low is not None and low > high:
-            raise ValueError(f"is below throughput_gain_min_pct ({high:g} < {low:g}); write min <= max")
-        return high
+    _band = not_below("throughput_gain_min_pct", "throughput_gain_max_pct")
 
 
 Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$",

@@ -27,6 +27,7 @@ from fractions import Fraction
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from fxprobe.core.data import AsDict
 from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
@@ -85,12 +86,9 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class Unpaired:
+class Unpaired(AsDict):
     label: str
     reason: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _label(result: BenchmarkResult) -> str:

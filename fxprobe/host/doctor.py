@@ -9,23 +9,21 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 
+from fxprobe.core.data import AsDict
 from fxprobe.core import sysfs
 from fxprobe.core.runner import Runner, install_hint
 
 
 @dataclass(frozen=True)
-class Capability:
+class Capability(AsDict):
     name: str
     kind: str          # "tool" | "kernel" | "lab"
     present: bool
     version: str = ""
     reason: str = ""   # why missing (or a note when present)
     fix: str = ""      # the command that fixes it
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

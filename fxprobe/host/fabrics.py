@@ -12,6 +12,7 @@ from dataclasses import dataclass, asdict
 
 import tenacity
 
+from fxprobe.core.data import AsDict
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.hosts import LOCAL, Host
@@ -91,7 +92,7 @@ def check_secret(value: str | None, option: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Connected:
+class Connected(AsDict):
     nqn: str
     transport: str
     traddr: str
@@ -102,9 +103,6 @@ class Connected:
     host_traddr: str | None = None
     address: str = ""                  # /sys/class/nvme/<controller>/address as the kernel reports it
     skipped: str = ""                  # why a discovered path was not connected
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def validate_nqn(nqn: str) -> str:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import platform
 import re
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
 
+from fxprobe.core.data import AsDict
 from fxprobe.core import sysfs
 from fxprobe.core.clock import clock_state
 from fxprobe.host.doctor import TOOL_PROBES, probe_tool
@@ -22,14 +23,11 @@ from fxprobe.core.runner import Runner
 
 
 @dataclass(frozen=True)
-class KnobWarning:
+class KnobWarning(AsDict):
     knob: str
     observed: str
     why: str
     fix: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass

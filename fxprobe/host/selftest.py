@@ -11,12 +11,13 @@ drive can be named only against an expected list.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, ValidationError
 
+from fxprobe.core.data import AsDict
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.schema import InputModel
@@ -46,7 +47,7 @@ class ExpectedDrive:
 
 
 @dataclass(frozen=True)
-class Drive:
+class Drive(AsDict):
     controller: str
     serial: str
     model: str | None
@@ -62,9 +63,6 @@ class Drive:
     def label(self) -> str:
         slot = f"slot {self.slot} " if self.slot else ""
         return f"{slot}{self.serial} ({self.controller})"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class ExpectedSerial(InputModel):

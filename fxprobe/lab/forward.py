@@ -12,9 +12,10 @@ import contextlib
 import ipaddress
 import re
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Iterator
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput, ToolError
 
 NETDEV = "mgmt"
@@ -22,7 +23,7 @@ ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
-class Forward:
+class Forward(AsDict):
     """One rule: ``host_address:host_port`` on this machine reaches ``guest_port`` in ``guest``."""
 
     guest: str
@@ -33,9 +34,6 @@ class Forward:
     @property
     def rule(self) -> str:
         return f"tcp:{self.host_address}:{self.host_port}-:{self.guest_port}"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def parse_usernet_forwards(text: str) -> list[tuple[str, int, int]]:

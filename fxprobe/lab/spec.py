@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 from fxprobe.lab.qemu import MAX_DRIVES
 
@@ -26,7 +27,7 @@ NVME_PORT = 4420
 
 
 @dataclass(frozen=True)
-class LabSpec:
+class LabSpec(AsDict):
     name: str = "default"
     drives: int = 24
     raid: str = "raid6"
@@ -92,9 +93,6 @@ class LabSpec:
     @property
     def subsystem_nqn(self) -> str:
         return f"{SUBSYS_PREFIX}:{self.name}:array"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "LabSpec":

@@ -8,10 +8,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import shutil
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, field
 
 from pyroute2 import IPRoute
 
+from fxprobe.core.data import AsDict
 from fxprobe.core import sysfs
 from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LOCAL, Host
@@ -47,16 +48,13 @@ class RdmaPort:
 
 
 @dataclass(frozen=True)
-class Interface:
+class Interface(AsDict):
     name: str
     operstate: str | None
     mtu: int | None
     speed_mbps: int | None
     addresses: tuple[str, ...]
     rdma: tuple[RdmaPort, ...]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _gids(device: str, port: str) -> tuple[Gid, ...]:

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from fxprobe.core.data import AsDict
 from fxprobe.soak.common import STARTUP_GRACE_S, stamp
 from fxprobe.soak.stream import StatusPoint
 
 
 @dataclass(frozen=True)
-class Interruption:
+class Interruption(AsDict):
     kind: str
     start: str
     end: str | None
     seconds: float | None
     detail: str
     id: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def line(self) -> str:
         length = f"{self.seconds:.1f} s" if self.seconds is not None else "not ended"

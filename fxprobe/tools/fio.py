@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Runner
@@ -172,10 +173,6 @@ class DirectionStats:
     clat: LatencyStats
     lat: LatencyStats
 
-    @property
-    def bw_bits(self) -> float:
-        return self.bw_bytes * 8
-
     def to_dict(self) -> dict:
         data = {k: v for k, v in asdict(self).items() if k not in ("slat", "clat", "lat")}
         data.update(slat=self.slat.to_dict(), clat=self.clat.to_dict(), lat=self.lat.to_dict())
@@ -183,7 +180,7 @@ class DirectionStats:
 
 
 @dataclass(frozen=True)
-class SteadyState:
+class SteadyState(AsDict):
     criterion_spec: str
     duration_s: float
     attained: bool
@@ -191,9 +188,6 @@ class SteadyState:
     max_deviation: float
     slope: float
     data: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

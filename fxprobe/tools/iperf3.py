@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Background, Runner
@@ -23,7 +24,7 @@ DEFAULT_PORT = 5201
 
 
 @dataclass(frozen=True)
-class IperfInterval:
+class IperfInterval(AsDict):
     start: float
     end: float
     seconds: float
@@ -31,9 +32,6 @@ class IperfInterval:
     bits_per_second: float
     retransmits: int | None
     omitted: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

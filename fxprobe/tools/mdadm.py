@@ -90,11 +90,6 @@ def parse_mdstat(text: str, source: str = "/proc/mdstat") -> list[MdArray]:
     return arrays
 
 
-def read_mdstat(runner: Runner, host: Host = LOCAL) -> list[MdArray]:
-    result = runner.run(["cat", "/proc/mdstat"], timeout=20, host=host, check=True, always=True)
-    return parse_mdstat(result.stdout)
-
-
 def create(runner: Runner, device: str, level: str, members: list[str], host: Host = LOCAL,
            assume_clean: bool = True) -> CommandResult:
     """``mdadm --create``; no initial resync by default (the lab's drives start zeroed)."""
@@ -111,11 +106,6 @@ def create(runner: Runner, device: str, level: str, members: list[str], host: Ho
 
 def stop(runner: Runner, device: str, host: Host = LOCAL) -> CommandResult:
     return runner.run(["mdadm", "--stop", device], timeout=60, host=host)
-
-
-def fail_detached(runner: Runner, device: str, host: Host = LOCAL) -> CommandResult:
-    """Mark members whose device is gone as failed and remove them."""
-    return runner.run(["mdadm", device, "--fail", "detached", "--remove", "detached"], timeout=60, host=host)
 
 
 def add_back(runner: Runner, device: str, member: str, host: Host = LOCAL) -> CommandResult:

@@ -484,13 +484,6 @@ def run_list_verbose(runner: Runner, *, host: Host = LOCAL, timeout: float = 60)
     return () if out is None else parse_list_verbose(out, result.command_line)
 
 
-def run_list_subsys(runner: Runner, *, host: Host = LOCAL, timeout: float = 60,
-                    device: str | None = None) -> tuple[Subsystem, ...]:
-    out, result = _json_command(runner, ["list-subsys", *([device] if device else [])], host, timeout,
-                                "nvme-list-subsys")
-    return () if out is None else parse_list_subsys(out, result.command_line)
-
-
 def run_discover(runner: Runner, *, transport: str, traddr: str, trsvcid: str | int = 4420,
                  host_traddr: str | None = None, host_iface: str | None = None, host: Host = LOCAL,
                  timeout: float = 60) -> DiscoveryLog:
@@ -506,11 +499,6 @@ def run_discover(runner: Runner, *, transport: str, traddr: str, trsvcid: str | 
 def run_smart_log(runner: Runner, device: str, *, host: Host = LOCAL, timeout: float = 60) -> SmartLog | None:
     out, result = _json_command(runner, ["smart-log", device], host, timeout, "nvme-smart-log")
     return None if out is None else parse_smart_log(out, result.command_line)
-
-
-def run_id_ctrl(runner: Runner, device: str, *, host: Host = LOCAL, timeout: float = 60) -> IdCtrl | None:
-    out, result = _json_command(runner, ["id-ctrl", device], host, timeout, "nvme-id-ctrl")
-    return None if out is None else parse_id_ctrl(out, result.command_line)
 
 
 # nvme connect options with a value (nvme-cli 2.3 spellings), then the on/off ones

@@ -9,15 +9,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, field
 
+from fxprobe.core.data import AsDict
 from fxprobe.core import sysfs
 
 TIMEOUT_ATTRS = ("kato", "ctrl_loss_tmo", "reconnect_delay", "fast_io_fail_tmo")
 
 
 @dataclass(frozen=True)
-class SysController:
+class SysController(AsDict):
     name: str
     model: str | None
     serial: str | None
@@ -32,9 +33,6 @@ class SysController:
     paths: tuple[dict, ...] = ()
     pci_address: str | None = None   # 0000:00:03.0 for a PCIe drive; None for a fabrics controller
     slot: str | None = None          # the platform's slot name (/sys/bus/pci/slots/NAME) holding it
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -58,7 +56,7 @@ def slot_of(pci_address: str | None, slots: dict[str, str]) -> str | None:
 
 
 @dataclass(frozen=True)
-class SysNamespace:
+class SysNamespace(AsDict):
     name: str
     nsid: str | None
     size_bytes: int | None
@@ -69,20 +67,14 @@ class SysNamespace:
     holders: tuple[str, ...]
     partitions: tuple[str, ...]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class SysSubsystem:
+class SysSubsystem(AsDict):
     name: str
     nqn: str | None
     iopolicy: str | None
     controllers: tuple[str, ...]
     namespaces: tuple[str, ...]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _int(text: str | None) -> int | None:

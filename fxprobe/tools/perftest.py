@@ -12,9 +12,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
-from fxprobe.core.runner import Background, Runner
+from fxprobe.core.runner import Runner
 from fxprobe.tools.probe import probe_command, probe_version
 from fxprobe.tools.fields import get, integer, number, obj, text
 
@@ -59,7 +60,7 @@ class PerftestRow:
 
 
 @dataclass(frozen=True)
-class PerftestInfo:
+class PerftestInfo(AsDict):
     """The header block: what the run really used (MTU, link type, GID index, device, QPs)."""
 
     test: str = ""
@@ -74,9 +75,6 @@ class PerftestInfo:
     tx_depth: int | None = None
     outstanding_reads: int | None = None
     raw: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -305,11 +303,6 @@ def perftest_argv(test: str = "ib_read_bw", server: str | None = None, *, device
     if server:
         argv.append(server)
     return argv
-
-
-def start_bw_server(runner: Runner, *, host: Host = LOCAL, test: str = "ib_read_bw", **options) -> Background:
-    """Start the server side (it serves one client run, then exits). Stop it with ``.stop()``."""
-    return runner.start(perftest_argv(test, None, **options), host=host, label=f"{test}-server")
 
 
 def run_bw_client(runner: Runner, server: str, *, timeout: float, host: Host = LOCAL,

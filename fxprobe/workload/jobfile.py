@@ -7,20 +7,18 @@ sequential shards and write-back).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 
+from fxprobe.core.data import AsDict
 from fxprobe.workload.profiles import Derivation
 
 FILENAME_FORMAT = "kv.$jobnum.$filenum"
 
 
 @dataclass(frozen=True)
-class Target:
+class Target(AsDict):
     path: str
     block: bool   # a block device (raw region) rather than a directory
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def region_bytes(d: Derivation) -> int:

@@ -6,23 +6,21 @@ H_kv_rank = max(1, H_kv / TP) (LMCache ``MemoryFormat.KV_2LTD``; see shared/kv-p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "float16": 2, "bfloat16": 2, "fp8": 1, "fp32": 4}
 
 
 @dataclass(frozen=True)
-class ModelGeometry:
+class ModelGeometry(AsDict):
     name: str
     layers: int
     kv_heads: int
     head_dim: int
     weights_bytes: int | None = None  # bf16 full-model snapshot size, when known
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 MODELS: dict[str, ModelGeometry] = {m.name.lower(): m for m in (

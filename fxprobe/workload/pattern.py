@@ -14,6 +14,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput, NotRunnable, ParseError
 from fxprobe.core.runner import Runner
 
@@ -233,7 +234,7 @@ def _capture_blktrace(name: str, seconds: float, runner: Runner, max_bytes: int 
 
 # --------------------------------------------------------------------------- compare
 @dataclass(frozen=True)
-class Difference:
+class Difference(AsDict):
     aspect: str
     captured: str
     profile: str
@@ -243,9 +244,6 @@ class Difference:
     def line(self) -> str:
         return f"  {'same   ' if self.same else 'DIFFERS'} {self.aspect}: captured {self.captured}, profile {self.profile}" \
             + (f" ({self.detail})" if self.detail else "")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def compare(pattern: dict, workload: dict, tolerance: float = 0.25) -> list[Difference]:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
+from fxprobe.core.data import AsDict
 from fxprobe.workload import models
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import (ByteSize, InputModel, NonEmptyStr, NonNegativeSeconds, PositiveFloat, PositiveInt,
@@ -136,7 +137,7 @@ def human_bytes(n: float) -> str:
 
 
 @dataclass(frozen=True)
-class Profile:
+class Profile(AsDict):
     """A validated profile, as written (nothing derived yet)."""
 
     name: str
@@ -151,9 +152,6 @@ class Profile:
     @property
     def writes(self) -> bool:
         return self.kind in WRITE_KINDS
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

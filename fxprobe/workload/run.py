@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.hosts import LOCAL, Host, LocalHost
 from fxprobe.workload.jobfile import Target, job_text, region_bytes
@@ -35,7 +36,7 @@ REPEAT_DIFF_LIMIT_PCT = 5.0
 
 
 @dataclass(frozen=True)
-class SteadyCheck:
+class SteadyCheck(AsDict):
     attained: bool
     tolerance_pct: float
     max_deviation_pct: float | None
@@ -44,12 +45,9 @@ class SteadyCheck:
     samples: int
     detail: str
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Spread:
+class Spread(AsDict):
     """Mean, spread and coefficient of variation over repeats."""
 
     values: tuple[float, ...]
@@ -61,9 +59,6 @@ class Spread:
     cv_pct: float             # stdev / mean
     max_pair_diff_pct: float  # the largest |a - b| / min(a, b) over pairs of repeats
     flagged: bool             # two repeats differ by more than REPEAT_DIFF_LIMIT_PCT
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def spread(values: Sequence[float], limit_pct: float = REPEAT_DIFF_LIMIT_PCT) -> Spread:

@@ -3,9 +3,10 @@ stays under a limit (and every lighter load did too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 from fxprobe.workload.profiles import Profile, load_profile
 from fxprobe.workload.run import WorkloadResult, run_profile
@@ -14,7 +15,7 @@ VARY_KEYS = ("jobs", "threads", "iodepth", "concurrency")
 
 
 @dataclass(frozen=True)
-class SweepPoint:
+class SweepPoint(AsDict):
     value: int
     bw_bytes: float
     iops: float
@@ -23,9 +24,6 @@ class SweepPoint:
     steady_attained: int
     repeats: int
     under_limit: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
