@@ -22,14 +22,14 @@ import pandas as pd
 
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
-from fxprobe.core.hosts import LOCAL, Host, LocalHost
+from fxprobe.core.hosts import LOCAL, LocalHost
 from fxprobe.workload.jobfile import Target, job_text, region_bytes
 from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, load_profile
 from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
 from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
 from fxprobe.tools import fio, fio_logs
-from fxprobe.tools.fio import FIO_PORT, Node
+from fxprobe.tools.fio import Node
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 REPEAT_DIFF_LIMIT_PCT = 5.0
