@@ -30,9 +30,6 @@ KERNEL_PATH_EXEMPT = {
     "host/preflight.py": "the reproducibility log reads ~35 sysfs/procfs files through core.sysfs by path; "
                          "moving them into tools/ as declarations is the preflight rewrite (issue 12, not done)",
     "host/telemetry.py": "soak telemetry reads hwmon, mdstat and nvme sysfs through core.sysfs by path",
-    "host/doctor.py": "kernel-facility probes (configfs, nvmet, null_blk, md) check paths through core.sysfs",
-    "host/inventory.py": "namespace and multipath attributes read through core.sysfs by path",
-    "host/fabrics.py": "writes fast_io_fail_tmo and reads a controller's address under /sys/class/nvme",
     "host/selftest.py": "names /sys/class/nvme in a reason line",
     "network/netcheck.py": "link speed, MTU and RDMA port state read through core.sysfs by path",
     "network/line_efficiency.py": "a port's speed read through core.sysfs by path",

@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 
 from fxprobe.core.data import AsDict
-from fxprobe.core import sysfs
+from fxprobe.core import kernel, sysfs
 from fxprobe.core.runner import Runner, install_hint
 
 
@@ -58,10 +58,6 @@ def probe_tool(runner: Runner, probe: ToolProbe) -> Capability:
     return Capability(probe.name, "tool", True, version=match.group(1).rstrip(","))
 
 
-def _module_loaded(name: str) -> bool:
-    return sysfs.exists(f"/sys/module/{name}")
-
-
 def _modules_available() -> bool:
     return sysfs.exists(f"/lib/modules/{os.uname().release}/modules.dep")
 
@@ -81,18 +77,18 @@ def _kernel(name: str, present: bool, what: str, module: str | None = None) -> C
 
 def kernel_capabilities() -> list[Capability]:
     configfs = "configfs" in sysfs.filesystems()
-    rdma_devices = sysfs.listdir("/sys/class/infiniband")
+    rdma_devices = kernel.rdma_devices()
     return [
         _kernel("configfs", configfs, "configfs filesystem", "configfs"),
-        _kernel("nvme-core", _module_loaded("nvme_core") or sysfs.exists("/sys/class/nvme"),
+        _kernel("nvme-core", kernel.module_loaded("nvme_core") or kernel.has(kernel.NVME_CLASS),
                 "NVMe host driver", "nvme"),
-        _kernel("nvme-fabrics", _module_loaded("nvme_fabrics") or sysfs.exists("/dev/nvme-fabrics"),
+        _kernel("nvme-fabrics", kernel.module_loaded("nvme_fabrics") or sysfs.exists("/dev/nvme-fabrics"),
                 "NVMe over Fabrics host", "nvme-fabrics"),
-        _kernel("nvmet", _module_loaded("nvmet") or sysfs.exists("/sys/kernel/config/nvmet"),
+        _kernel("nvmet", kernel.module_loaded("nvmet") or kernel.has(kernel.NVMET_CONFIGFS),
                 "NVMe target (nvmet)", "nvmet"),
-        _kernel("null_blk", _module_loaded("null_blk") or sysfs.exists("/sys/kernel/config/nullb"),
+        _kernel("null_blk", kernel.module_loaded("null_blk") or kernel.has(kernel.NULLB_CONFIGFS),
                 "null_blk test devices", "null_blk"),
-        _kernel("md", sysfs.exists("/proc/mdstat"), "md RAID", "raid456"),
+        _kernel("md", kernel.has(kernel.MDSTAT), "md RAID", "raid456"),
         _kernel("rdma", bool(rdma_devices),
                 f"RDMA devices ({', '.join(rdma_devices)})" if rdma_devices else "RDMA devices", "rdma_rxe"),
         _kernel("kvm", os.path.exists("/dev/kvm"), "/dev/kvm (the lab falls back to TCG without it)"),

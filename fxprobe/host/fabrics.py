@@ -12,6 +12,7 @@ from dataclasses import dataclass, asdict
 
 import tenacity
 
+from fxprobe.core import kernel
 from fxprobe.core.data import AsDict
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
@@ -247,9 +248,9 @@ def connect_paths(runner: Runner, transport: str, addresses: list, nqn: str | No
 def set_controller_attribute(runner: Runner, controller: str, name: str, value, host: Host = LOCAL) -> None:
     """Write /sys/class/nvme/<ctrl>/<name> here, or on a remote node with tee."""
     if host is LOCAL:
-        nvme_sysfs.write_attribute(f"/sys/class/nvme/{controller}/{name}", str(value))
+        nvme_sysfs.write_attribute(kernel.controller_attribute(controller, name), str(value))
         return
-    runner.run(["tee", f"/sys/class/nvme/{controller}/{name}"], input=str(value), timeout=15, host=host,
+    runner.run(["tee", kernel.controller_attribute(controller, name)], input=str(value), timeout=15, host=host,
                label=f"set-{name}", check=True, what=f"setting {name} of {controller}")
 
 

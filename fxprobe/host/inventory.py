@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fxprobe.core import kernel
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core.errors import NotRunnable, ToolError
 from fxprobe.core.runner import Runner
@@ -51,9 +52,9 @@ def compare(cli: tuple[nvme.Subsystem, ...], sys_ctrls: list[nvme_sysfs.SysContr
     cli_ctrls = {c.name: c for s in cli for c in s.controllers}
     by_name = {c.name: c for c in sys_ctrls}
     for name in sorted(set(cli_ctrls) - set(by_name)):
-        problems.append(f"controller {name}: in nvme list -v, not in /sys/class/nvme")
+        problems.append(f"controller {name}: in nvme list -v, not in {kernel.NVME_CLASS}")
     for name in sorted(set(by_name) - set(cli_ctrls)):
-        problems.append(f"controller {name}: in /sys/class/nvme, not in nvme list -v")
+        problems.append(f"controller {name}: in {kernel.NVME_CLASS}, not in nvme list -v")
     for name in sorted(set(cli_ctrls) & set(by_name)):
         c, k = cli_ctrls[name], by_name[name]
         for what, a, b in (("serial", c.serial, k.serial), ("model", c.model, k.model),
@@ -64,7 +65,7 @@ def compare(cli: tuple[nvme.Subsystem, ...], sys_ctrls: list[nvme_sysfs.SysContr
     cli_ns = {n.name: n for s in cli for n in s.namespaces}
     sys_ns = {n.name: n for n in sys_namespaces}
     for name in sorted(set(cli_ns) ^ set(sys_ns)):
-        side = "nvme list -v" if name in cli_ns else "/sys/block"
+        side = "nvme list -v" if name in cli_ns else kernel.BLOCK_CLASS
         problems.append(f"namespace {name}: only in {side}")
     for name in sorted(set(cli_ns) & set(sys_ns)):
         a, b = cli_ns[name], sys_ns[name]
@@ -79,8 +80,8 @@ def collect(runner: Runner, smart: bool = True) -> Inventory:
     sys_ctrls = nvme_sysfs.controllers()
     sys_subs = nvme_sysfs.subsystems()
     sys_ns = nvme_sysfs.namespaces()
-    if not sys_ctrls and not sys_subs and not nvme_sysfs.sysfs.exists("/sys/class/nvme"):
-        raise NotRunnable("no NVMe driver on this host (/sys/class/nvme is absent)",
+    if not sys_ctrls and not sys_subs and not kernel.has(kernel.NVME_CLASS):
+        raise NotRunnable(f"no NVMe driver on this host ({kernel.NVME_CLASS} is absent)",
                           hint="run where the drives or the NVMe-oF host are, or in the lab: fxprobe lab exec host1 -- fxprobe inventory")
     inv = Inventory()
     try:

@@ -1,0 +1,31 @@
+"""What this kernel offers and where it shows it: the sysfs/procfs/configfs places the host checks name, read
+through :mod:`fxprobe.core.sysfs` (its root is redirectable, so tests point it at a captured tree)."""
+
+from __future__ import annotations
+
+from fxprobe.core import sysfs
+
+NVME_CLASS = "/sys/class/nvme"               # one folder per NVMe controller (PCIe or fabrics)
+BLOCK_CLASS = "/sys/block"
+RDMA_CLASS = "/sys/class/infiniband"
+NVMET_CONFIGFS = "/sys/kernel/config/nvmet"
+NULLB_CONFIGFS = "/sys/kernel/config/nullb"
+MDSTAT = "/proc/mdstat"
+
+
+def module_loaded(name: str) -> bool:
+    return sysfs.exists(f"/sys/module/{name}")
+
+
+def rdma_devices() -> list[str]:
+    return sysfs.listdir(RDMA_CLASS)
+
+
+def has(place: str) -> bool:
+    """Whether the kernel shows ``place`` (one of the constants above)."""
+    return sysfs.exists(place)
+
+
+def controller_attribute(controller: str, name: str) -> str:
+    """The path of a controller's attribute (fast_io_fail_tmo, kato, address ...)."""
+    return f"{NVME_CLASS}/{controller}/{name}"
