@@ -1,0 +1,74 @@
+"""The redirectable sysfs root (core.sysfs.ROOT, FXPROBE_SYSROOT) in use: the NVMe views, the kernel checks and the
+soak's path telemetry read a tree laid out as a lab host guest shows it (two TCP paths to one subsystem, one
+multipath namespace), not this machine's /sys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fxprobe.core import kernel, sysfs
+from fxprobe.host import telemetry
+from fxprobe.tools import nvme_sysfs
+
+NQN = "nqn.2026-12.io.fxprobe:rehearse:array"
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+@pytest.fixture
+def guest_tree(tmp_path, monkeypatch):
+    """A host guest's /sys: nvme0 (link 1) and nvme1 (link 2, connecting) of one subsystem, namespace nvme0n1."""
+    root = tmp_path / "sysroot"
+    for n, (link, state) in enumerate(((1, "live"), (2, "connecting"))):
+        base = f"/sys/class/nvme/nvme{n}"
+        for name, value in (("model", "Linux"), ("serial", "c0ffee00"), ("firmware_rev", "6.1.0-57"),
+                            ("transport", "tcp"), ("state", state), ("subsysnqn", NQN), ("cntlid", str(n + 1)),
+                            ("address", f"traddr=10.{link}.1.1,trsvcid=4420,src_addr=10.{link}.1.2"),
+                            ("kato", "5"), ("ctrl_loss_tmo", "600")):
+            write(root, f"{base}/{name}", value)
+        write(root, f"{base}/nvme0c{n}n1/ana_state", "optimized")
+        write(root, f"{base}/nvme0c{n}n1/nsid", "1")
+        (root / f"sys/class/nvme-subsystem/nvme-subsys0/nvme{n}").mkdir(parents=True)
+    write(root, "/sys/class/nvme-subsystem/nvme-subsys0/subsysnqn", NQN)
+    write(root, "/sys/class/nvme-subsystem/nvme-subsys0/iopolicy", "round-robin")
+    (root / "sys/class/nvme-subsystem/nvme-subsys0/nvme0n1").mkdir()
+    for name, value in (("size", "2097152"), ("nsid", "1"), ("queue/logical_block_size", "512"),
+                        ("wwid", "uuid.7f3c")):
+        write(root, f"/sys/block/nvme0n1/{name}", value)
+    (root / "sys/block/nvme0n1/holders").mkdir()
+    write(root, "/proc/mdstat", "Personalities : \nunused devices: <none>")
+    monkeypatch.setattr(sysfs, "ROOT", root)
+    return root
+
+
+def test_the_nvme_views_read_the_redirected_tree(guest_tree):
+    ctrls = {c.name: c for c in nvme_sysfs.controllers()}
+    assert sorted(ctrls) == ["nvme0", "nvme1"]
+    assert ctrls["nvme0"].state == "live" and ctrls["nvme1"].state == "connecting"
+    assert ctrls["nvme1"].address.startswith("traddr=10.2.1.1") and ctrls["nvme0"].subsystem == "nvme-subsys0"
+    assert ctrls["nvme0"].timeouts == {"kato": "5", "ctrl_loss_tmo": "600"}
+    assert ctrls["nvme0"].paths == ({"path": "nvme0c0n1", "ana_state": "optimized", "nsid": "1"},)
+    [sub] = nvme_sysfs.subsystems()
+    assert (sub.nqn, sub.iopolicy, sub.controllers, sub.namespaces) == (NQN, "round-robin", ("nvme0", "nvme1"),
+                                                                       ("nvme0n1",))
+    [ns] = nvme_sysfs.namespaces()
+    assert (ns.name, ns.size_bytes, ns.logical_block_size, ns.wwid) == ("nvme0n1", 2097152 * 512, 512, "uuid.7f3c")
+
+
+def test_the_kernel_checks_and_soak_telemetry_read_the_redirected_tree(guest_tree):
+    assert kernel.has(kernel.NVME_CLASS) and kernel.has(kernel.MDSTAT)
+    assert not kernel.has(kernel.NVMET_CONFIGFS) and kernel.rdma_devices() == []
+    states = telemetry.path_states()
+    assert {name: s["state"] for name, s in states.items()} == {"nvme0": "live", "nvme1": "connecting"}
+    assert telemetry.md_states() == {}
+
+
+def test_an_empty_root_is_a_host_without_nvme(tmp_path, monkeypatch):
+    monkeypatch.setattr(sysfs, "ROOT", tmp_path)
+    assert nvme_sysfs.controllers() == [] and not kernel.has(kernel.NVME_CLASS)
