@@ -84,3 +84,13 @@ def test_a_fault_producer_renaming_a_field_makes_the_gate_test_fail(tmp_path, mo
     assert g4_fault_errors(tmp_path, "05-fault-drive-pull") is Outcome.ERROR
     with pytest.raises(AssertionError):
         test_g4_reads_what_the_fault_producer_writes(tmp_path / "again")
+
+
+def test_the_evidence_schema_of_a_criterion_names_only_what_criterion_writes():
+    """core.evidence.CriterionRecord types what gates and reports read back of a criterion: each of its fields is
+    one Criterion.to_dict writes (a renamed Criterion field fails here, not in someone's evidence)."""
+    from fxprobe.core.evidence import CriterionRecord
+    from fxprobe.core.verdict import Criterion
+    written = Criterion.compare("x", 1, ">=", 0, unit="%", detail="d", evidence="e").to_dict()
+    assert set(CriterionRecord.model_fields) <= set(written)
+    assert Criterion.from_dict(CriterionRecord.model_validate(written).model_dump()).to_dict() == written
