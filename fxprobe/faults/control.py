@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from fxprobe.core.errors import BadInput, ToolError
-from fxprobe.faults.methods import Method
+from fxprobe.faults.base import Method
 
 REPO = Path(__file__).resolve().parent.parent.parent
 UNDO = {"drive-pull": "drive-restore", "link-down": "port-up"}

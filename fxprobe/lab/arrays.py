@@ -21,7 +21,7 @@ from pathlib import Path
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
-from fxprobe.lab.qemu import MAX_DRIVES, GuestConfig, guest_argv
+from fxprobe.lab.qemu import ARRAY_MEMORY_MB, MAX_DRIVES, GuestConfig, _alive, guest_argv
 from fxprobe.lab.spec import host_identity
 from fxprobe.lab.state import DriveState, GuestState
 from fxprobe.tools.qmp import Qmp
@@ -43,7 +43,6 @@ def _free_port() -> int:
 
 def add_array(lab, name: str, drives: int, progress=lambda text: None) -> GuestState:
     """Boot array guest ``name`` with ``drives`` NVMe drives in a running lab; returns its state."""
-    from fxprobe.lab.vm import ARRAY_MEMORY_MB, _alive
     if not NAME.match(name):
         raise BadInput(f"array guest {name!r}: name extra arrays array2 ... array{MAX_ARRAYS}")
     if name in lab.state.guests:
@@ -110,7 +109,6 @@ def add_array(lab, name: str, drives: int, progress=lambda text: None) -> GuestS
 
 def remove_array(lab, name: str) -> list[str]:
     """Stop an extra array guest and forget it and its drives (the main ``array`` goes with ``lab down``)."""
-    from fxprobe.lab.vm import _alive
     if not NAME.match(name) or name not in lab.state.guests:
         raise BadInput(f"no extra array guest {name!r} in lab {lab.name!r}")
     guest = lab.state.guests[name]

@@ -8,10 +8,13 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from fxprobe.lab.kernel import LabKernel, cache_root
 from fxprobe.core.runner import Runner
 
 QEMU = "qemu-system-x86_64"
+ARRAY_MEMORY_MB = 1024   # an array guest (more with its drives)
 
 
 def qemu_binary() -> str:
@@ -141,3 +144,14 @@ def choose_accel(runner: Runner, kernel: LabKernel, initramfs: Path, requested: 
     cache.write_text(json.dumps(known, indent=2) + "\n")
     progress(f"accel: {accel}")
     return accel
+
+
+def _alive(pid: int | None, marker: str = "fxlab-") -> bool:
+    """Whether ``pid`` is still a running lab guest's QEMU (its command line holds ``marker``)."""
+    if not pid:
+        return False
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and any(marker in a for a in process.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False

@@ -40,7 +40,7 @@ from fxprobe.core.hosts import SshHost, never_connected
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
 from fxprobe.lab.kernel import ensure_kernel
-from fxprobe.lab.qemu import GuestConfig, Nic, choose_accel, guest_argv, qemu_binary
+from fxprobe.lab.qemu import ARRAY_MEMORY_MB, GuestConfig, Nic, _alive, choose_accel, guest_argv, qemu_binary
 from fxprobe.lab.spec import (NVME_PORT, SUBSYS_PREFIX, LabSpec, LinkPlan, drive_serial, host_identity,
                               hosts_file, link_plan)
 from fxprobe.lab.state import DriveState, ExportState, GuestState, KernelState, LabState, LinkState
@@ -55,7 +55,6 @@ GUEST_MODULES = (("configfs", "rdma_rxe", "ib_uverbs", "rdma_ucm"),
                  ("nvmet", "nvmet-tcp", "nvmet-rdma", "raid0", "raid1", "raid10", "raid456",
                   "null_blk", "loop", "dm_delay", "dm_flakey", "sch_tbf"))
 MODPROBE_CONF = "options null_blk nr_devices=0\n"
-ARRAY_MEMORY_MB = 1024
 HOST_MEMORY_MB = 768
 DATA_MTU = 9000
 READY_TIMEOUT = 300
@@ -138,16 +137,6 @@ def check_tools() -> None:
     if not os.access("/usr/sbin/sshd", os.X_OK):
         raise NotRunnable("/usr/sbin/sshd is missing: the lab guests use the host's sshd",
                           hint="apt-get install openssh-server")
-
-
-def _alive(pid: int | None, marker: str = "fxlab-") -> bool:
-    if not pid:
-        return False
-    try:
-        process = psutil.Process(pid)
-        return process.status() != psutil.STATUS_ZOMBIE and any(marker in a for a in process.cmdline())
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
 
 
 def _tail(path: Path, lines: int = 12) -> str:

@@ -513,7 +513,7 @@ _HEADER_FIELDS = {"magic header": "magic", "header length": "length", "header ra
 
 
 @dataclass(frozen=True)
-class VerifyMismatch:
+class VerifyMismatch(AsDict):
     """One block fio's verify found wrong: where, and which header field or checksum disagreed.
 
     ``field``: magic / length / rand_seed / offset / numberio / header crc (the verify header), or
@@ -534,9 +534,6 @@ class VerifyMismatch:
         what = "checksum" if self.field == "data" else f"header {self.field}"
         return (f"data mismatch at offset {self.offset} of {self.file} ({self.length} B): {what} found "
                 f"{self.found or '?'}, expected {self.expected or '?'}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def parse_fio_verify_errors(stderr: str) -> list[VerifyMismatch]:
