@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fxprobe.core.errors import BadInput, ToolError
 from fxprobe.core.schema import size_bytes
-from fxprobe.faults.methods import Method
+from fxprobe.faults.base import Method
 from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
 
 

@@ -383,7 +383,8 @@ class FaultRun:
             if self.env.lab is not None and isinstance(self.method, methods.LabDrivePull):
                 waited = labprep.wait_md_idle(self.env.lab, verify_mod.RESYNC_WAIT_S)
                 if waited is None:
-                    problems.append(f"md still resyncing after {verify_mod.RESYNC_WAIT_S} s: no read-back after the resync")
+                    problems.append(f"md still resyncing after {verify_mod.RESYNC_WAIT_S} s: "
+                                    "no read-back after the resync")
                 else:
                     self.say(f"md idle after {waited:.0f} s: reading the region back again")
                     back = runner.run(verify_mod.readback_argv(vplan, site.device, "fault-readback-resynced"),

@@ -25,6 +25,17 @@ def p99_series(hist: FioHistLog | None) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
+def _errors_axis(ax_iops, errors: list[tuple[int, int]], rel) -> None:
+    """(epoch ms, cumulative errored I/O) from fio's 1 s status reports, on a right-hand axis (none: nothing)."""
+    if errors and errors[-1][1] > 0:
+        ax_err = ax_iops.twinx()
+        ax_err.step([rel(t) for t, _ in errors], [n for _, n in errors], where="post", color="tab:red", lw=1,
+                    ls="--")
+        ax_err.set_ylabel("errored I/O (cumulative)", color="tab:red")
+        ax_err.set_ylim(bottom=0)
+        ax_iops.plot([], [], color="tab:red", lw=1, ls="--", label="errored I/O, cumulative (right axis)")
+
+
 def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog | None, start_ms: int,
                   inject_ms: int, restore_ms: int, flaps: list[tuple[int, bool]] = (),
                   samples: list[dict] = (), events: list[dict] = (), stall: tuple[float, int | None] = (0, None),
@@ -58,13 +69,7 @@ def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog |
         ax_iops.plot([], [], color="tab:green", lw=0.6, ls=":", label="link flap: up")
     ax_iops.set_ylabel("IOPS (successful I/O)")
     ax_iops.set_ylim(bottom=0)
-    if errors and errors[-1][1] > 0:      # (epoch ms, cumulative errored I/O) from fio's 1 s status reports
-        ax_err = ax_iops.twinx()
-        ax_err.step([rel(t) for t, _ in errors], [n for _, n in errors], where="post", color="tab:red", lw=1,
-                    ls="--")
-        ax_err.set_ylabel("errored I/O (cumulative)", color="tab:red")
-        ax_err.set_ylim(bottom=0)
-        ax_iops.plot([], [], color="tab:red", lw=1, ls="--", label="errored I/O, cumulative (right axis)")
+    _errors_axis(ax_iops, errors, rel)
     ax_iops.legend(loc="upper right", fontsize=8)
     ax_iops.set_title(title, fontsize=10)
     ax_lat.set_ylabel("p99 (ms)")
