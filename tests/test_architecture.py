@@ -37,6 +37,7 @@ KERNEL_PATH_EXEMPT = {
     "faults/methods.py": "host fault methods (PCI remove/rescan, null_blk power, nvmet enable) write sysfs and "
                          "configfs files by path through core.sysfs",
     "faults/corrupt.py": "names md's sysfs folder in the array guest in a parse error's source",
+    "faults/restored.py": "checks a restored link's operstate in the lab guests (a guest command over SSH)",
     "faults/advice.py": "reads the NVMe timeouts of a subsystem's controllers under /sys/class/nvme",
     "faults/labprep.py": "lab guest commands (tee into a guest's /sys/class/nvme... files) run over SSH in the guest",
     "lab/native.py": "the native lab builds its target through configfs and null_blk paths on this host",
