@@ -33,7 +33,7 @@ if os.environ.get("FXPROBE_FAULT_TEST_LAB"):
         from fxprobe.lab.vm import Lab
         return Lab.load(os.environ["FXPROBE_FAULT_TEST_LAB"])
 
-FAST = {"timing": {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6}}
+FAST = {"timing": {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6}, "load": {"region": "2M"}}
 
 
 def toml_text(data: dict) -> str:
@@ -116,6 +116,8 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     assert result["verdict"] == "invisible", result["criteria"]
     assert code == 0
     assert result["impact"]["errors"] == 0
+    verified = criterion(result, "data verified")           # every block read back was the one written
+    assert verified["measured"] == 0 and "0 mismatches over" in verified["detail"], verified
     md = [c["md"] for c in result["timeline"]["changes"]]
     assert any("_" in text for m in md for text in m.values()), md        # md ran degraded meanwhile
     from fxprobe.faults.labprep import array_view
@@ -126,7 +128,7 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
     # 5 flap periods (the shipped scenario flaps for a minute; the suite's half-minute shows the same)
     scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 30,
-                                                            "recover_s": 6})
+                                                            "recover_s": 6}, load={"region": "2M"})
     code, result = run_fault(lab, tmp_path, scenario)
     assert result["verdict"] in ("visible", "invisible")
     assert code == (0 if result["verdict"] == "invisible" else 1)
@@ -142,7 +144,7 @@ def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
 
 def test_ctrl_c_mid_drive_pull_restores_before_exit(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 40,
-                                                             "recover_s": 4})
+                                                             "recover_s": 4}, load={"region": "2M"})
     process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(tmp_path))
     deadline = time.monotonic() + 400
