@@ -126,4 +126,13 @@ def test_expect_from_a_fleet_run_sends_each_node_its_own_list(tmp_path):
     whole["nodes"][0]["results"] = data
     (path / "results.json").write_text(json.dumps(whole))
     args, stdin = fleet_expected(None, path)("array")
-    assert args == ["--serials", "/dev/stdin"] and stdin == "3 SN1\n4 SN2\n"
+    assert args == ["--serials", "/proc/self/fd/0"] and stdin == "3 SN1\n4 SN2\n"
+
+
+def test_a_node_refusing_its_input_is_named_with_its_own_line_and_stdin_carries_the_list(tmp_path):
+    """A node's fxprobe that stops on bad input makes no run folder: the reason is its own stderr line."""
+    run = RunDir.start("selftest", ["fxprobe", "selftest"], base=tmp_path)
+    calls = [fleet.NodeCall(LocalHost("n1"), FXPROBE, ("--serials", "-"), "# no serials\n")]
+    (result,) = fleet.run_fleet(Runner(run), run, calls, "selftest", timeout=120)
+    assert result.outcome == "error" and result.exit_code == 2
+    assert "exited 2" in result.reason and "stdin: no serial numbers" in result.reason

@@ -15,6 +15,7 @@ from fxprobe.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, number
 
 
 DEFAULT_DRIVES = 24
+STDIN = "/proc/self/fd/0"     # how a fleet hands each node its list (also where /dev/stdin is missing; '-' works too)
 
 
 @click.command()
@@ -22,7 +23,7 @@ DEFAULT_DRIVES = 24
               help="How many drives the array must show (default: as many as --expect-from/--serials list, else 24).")
 @click.option("--subsystem", default=None, metavar="NQN", help="Only the drives behind this subsystem.")
 @click.option("--serials", "serials_file", type=click.Path(path_type=Path), default=None,
-              help="Expected serials: one per line, 'SERIAL' or 'SLOT SERIAL'; '#' comments.")
+              help="Expected serials: one per line, 'SERIAL' or 'SLOT SERIAL'; '#' comments; '-' reads them from stdin.")
 @click.option("--expect-from", "expect_from", type=click.Path(path_type=Path), default=None, metavar="RUNDIR",
               help="Expected drives (slot and serial) from an earlier selftest or inventory run folder, "
                    "e.g. the delivery inspection's.")
@@ -68,7 +69,7 @@ def fleet_expected(serials_file, expect_from):
 
     def per_node(node: str):
         expected = common or selftest_lib.load_expected_run(expect_from, node=node, fleet=True)
-        return ["--serials", "/dev/stdin"], fleet_expected_text(expected)
+        return ["--serials", STDIN], fleet_expected_text(expected)
     return per_node
 
 

@@ -106,6 +106,9 @@ def run_node(runner: Runner, run: RunDir, call: NodeCall, command: str, timeout:
         pack = runner.start(["tar", "-C", remote, "-cf", "-", "."], host=call.host, label=f"fetch-{name}",
                             stdout_path=tar_path)
         code = pack.wait(timeout=120)
+        if code != 0 and done.returncode != 0:      # it stopped before it made a run folder (bad input)
+            result.reason = f"{name}: `fxprobe {command}` exited {done.returncode}: {last}"
+            return result
         if code != 0:
             raise BadInput(f"tar of {remote} exited {code}: {pack.output()[1].strip()[-200:]}")
         extract(tar_path.read_bytes(), folder)

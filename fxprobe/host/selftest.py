@@ -107,6 +107,10 @@ _PRINTABLE = re.compile(r"^[\x21-\x7e]{1,20}$")
 
 
 def load_expected_serials(path: Path) -> list[ExpectedDrive]:
+    """The expected-serials file; ``-`` reads it from stdin (how a fleet sends each node its own list)."""
+    if str(path) == "-":
+        import sys
+        return parse_expected_serials(sys.stdin.read(), "stdin")
     return parse_expected_serials(read_text(path, "expected-serials file"), str(path))
 
 

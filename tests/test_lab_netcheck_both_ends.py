@@ -1,0 +1,60 @@
+"""Issue 18.2 in the lab: netcheck from both ends of a data link (host1 <-> array), and netcheck without --iface."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from fxprobe.cli.main import main
+from labcli import fx as fx_in_guest
+
+pytestmark = pytest.mark.lab
+
+
+def fx(tmp_path, *args) -> tuple[int, dict | None, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--runs", str(tmp_path / "runs"), "--json", *args])
+    text = out.getvalue().strip()
+    return code, json.loads(text) if text.startswith("{") else None, err.getvalue()
+
+
+def names(data) -> dict:
+    return {c["name"]: c for c in data["verdict"]["criteria"]}
+
+
+def both_ends(lab) -> tuple[object, list[str]]:
+    link = lab.link(2, "host1")
+    return link, ["netcheck", "--lab", lab.name, "--node", "host1", "--peer", link.array_ip, "--peer-node", "array"]
+
+
+def test_equal_ends_pass(lab, tmp_path):
+    link, both = both_ends(lab)
+    code, equal, err = fx(tmp_path, *both)
+    assert code == 0, (err, equal and [c for c in equal["verdict"]["criteria"] if c["outcome"] != "pass"])
+    assert names(equal)[f"link MTU at both ends of {link.array_ip}"]["outcome"] == "pass"
+
+
+def test_array_side_mtu_1500_fails_naming_the_array_side_and_interface(lab, tmp_path):
+    link, both = both_ends(lab)
+    lab.exec("array", ["ip", "link", "set", link.array_nic, "mtu", "1500"], check=True)
+    try:
+        code, short, err = fx(tmp_path, *both)
+    finally:
+        lab.exec("array", ["ip", "link", "set", link.array_nic, "mtu", "9000"], check=True)
+    assert code == 1, err
+    c = names(short)
+    assert f"short side: array {link.array_nic} (1500 B" in c[f"link MTU at both ends of {link.array_ip}"]["detail"]
+    back = c[f"array: path MTU 9000 to {link.host_ip} via {link.array_nic}"]     # the read-back direction
+    assert back["outcome"] == "fail"
+    assert [n["node"] for n in short["nodes"]] == ["host1", "array"]
+
+
+def test_netcheck_without_iface_in_a_guest_judges_the_data_links_not_the_management_nic(lab):
+    code, data, err = fx_in_guest(lab, "host1", "netcheck")
+    assert data["outcome"] in ("pass", "fail"), (data["outcome"], data.get("reason"), err)
+    assert [i["name"] for i in data["not_judged"]] == ["mgmt"]
+    assert sorted(i["name"] for i in data["interfaces"]) == ["l1", "l2"]
