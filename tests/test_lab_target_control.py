@@ -61,3 +61,27 @@ def test_raid0_twin_pull_through_the_hook_is_visible(lab, tmp_path):
     assert any(r["argv"][1] == "drive-pull" for r in calls) and any(r["argv"][1] == "drive-restore" for r in calls)
     assert "twin" not in [e.name for e in lab.state.exports] and all(d.present for d in lab.state.drives)
 
+
+def test_linux_ssh_hook_pulls_and_restores_a_drive_of_the_array_guest(lab):
+    """examples/target-control/linux-ssh against the array guest (a Linux nvmet + md target over SSH)."""
+    hook = str(Path(HOOK).with_name("linux-ssh"))
+    prefix = lab.guest("array").ssh_prefix()
+    env = {**os.environ, "FXPROBE_TARGET_SSH": prefix[-1], "FXPROBE_TARGET_SSH_OPTS": " ".join(prefix[1:-1])}
+    serial = lab.drive(23).serial          # a free drive: in no md array
+
+    def call(*args) -> dict:
+        done = subprocess.run([hook, *args], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def drive() -> dict:
+        return next(d for d in call("status")["drives"] if d["serial"] == serial)
+
+    assert drive()["present"] is True and drive()["slot"] == "0000:00:1a.0"
+    assert any(d["level"] == "raid6" and d["redundancy_left"] == 2 for d in call("status")["drives"])
+    call("drive-pull", serial)
+    try:
+        assert drive()["present"] is False
+    finally:
+        call("drive-restore", serial)
+    assert drive()["present"] is True

@@ -1,0 +1,72 @@
+"""Issue 17.2 in the lab: selftest over a fleet of two array guests, a pull in one, gate g1 naming it.
+
+The second array is a small extra guest (4 drives, no links) booted into the session lab and stopped at the
+end, so the session lab itself stays as it is."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from fxprobe.cli.main import main
+
+pytestmark = pytest.mark.lab
+
+EXTRA = "array2"
+
+
+def fx(tmp_path, *args) -> tuple[int, dict | None, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--runs", str(tmp_path / "runs"), "--json", *args])
+    text = out.getvalue().strip()
+    return code, json.loads(text) if text.startswith("{") else None, err.getvalue()
+
+
+@pytest.fixture
+def two_arrays(lab):
+    from fxprobe.lab.arrays import add_array, remove_array
+    added = EXTRA not in lab.state.guests
+    if added:
+        add_array(lab, EXTRA, drives=4)
+    yield lab
+    if added:
+        remove_array(lab, EXTRA)
+
+
+def test_selftest_over_two_arrays_then_a_pull_in_one_fails_only_that_array_and_gate_g1(two_arrays, tmp_path):
+    lab = two_arrays
+    fleet = ["--nodes", f"array,{EXTRA}", "--lab", lab.name]
+    code, inventory, err = fx(tmp_path, "--run-dir", str(tmp_path / "delivery"), "inventory", *fleet)
+    assert code == 0, err
+    assert [n["node"] for n in inventory["nodes"]] == ["array", EXTRA]
+    assert (tmp_path / "delivery" / "nodes" / EXTRA / "commands.jsonl").is_file()
+    code, both, err = fx(tmp_path, "--run-dir", str(tmp_path / "both"), "selftest", *fleet,
+                         "--expect-from", str(tmp_path / "delivery"))
+    assert code == 0, (err, both and both["verdict"])
+    assert {n["node"]: n["results"]["drives_recognized"] for n in both["nodes"]} == {"array": 24, EXTRA: 4}
+    drive = next(d for d in lab.state.drives if d.array == EXTRA and d.position == 1)
+    lab.drive_pull(drive.slot)
+    try:
+        code, pulled, err = fx(tmp_path, "--run-dir", str(tmp_path / "pulled"), "selftest", *fleet,
+                               "--expect-from", str(tmp_path / "delivery"))
+    finally:
+        lab.drive_restore(drive.slot)
+    assert code == 1, err
+    nodes = {n["node"]: n for n in pulled["nodes"]}
+    assert nodes["array"]["outcome"] == "pass" and nodes[EXTRA]["outcome"] == "fail"
+    sub = {c["name"]: c for c in nodes[EXTRA]["results"]["verdict"]["criteria"]}
+    assert f"missing: slot 4 {drive.serial}" in sub["expected serials present"]["detail"]   # PCI slot 3 + 1
+    (tmp_path / "g.toml").write_text("[g1]\ndrives_expected = 4\n")    # the small extra array's count
+    code, gate, err = fx(tmp_path, "gate", "g1", "--config", str(tmp_path / "g.toml"),
+                         "--arrays", f"array,{EXTRA}", "--evidence", str(tmp_path / "pulled"))
+    assert code == 1, err
+    c = {x["name"]: x for x in gate["verdict"]["criteria"]}
+    assert c[f"self-test passed [{EXTRA}]"]["outcome"] == "fail" and c["self-test passed [array]"]["outcome"] == "pass"
+    assert c["every array self-tested"]["outcome"] == "pass"
+    code, gate, err = fx(tmp_path, "gate", "g1", "--config", str(tmp_path / "g.toml"),
+                         "--arrays", f"array,{EXTRA},array3", "--evidence", str(tmp_path / "both"))
+    assert code == 3 and "no selftest of array3" in json.dumps(gate["verdict"])
