@@ -1,4 +1,9 @@
-"""Issue 18.2 in the lab: netcheck from both ends of a data link (host1 <-> array), and netcheck without --iface."""
+"""Issue 18.2 in the lab: netcheck from both ends of a data link (host1 <-> array), and netcheck without --iface.
+
+The planted fail (the array's side of link 2 at MTU 1500) runs here; its pass twin (both ends equal: PASS) was
+measured in the lab by hand and is the comparison unit-tested in tests/test_netcheck_both_ends.py - in the suite it cost as
+much as the fail (two fxprobe starts in TCG guests, ~460 s at load 8-16) for no other code path.
+"""
 
 from __future__ import annotations
 
@@ -29,13 +34,6 @@ def names(data) -> dict:
 def both_ends(lab) -> tuple[object, list[str]]:
     link = lab.link(2, "host1")
     return link, ["netcheck", "--lab", lab.name, "--node", "host1", "--peer", link.array_ip, "--peer-node", "array"]
-
-
-def test_equal_ends_pass(lab, tmp_path):
-    link, both = both_ends(lab)
-    code, equal, err = fx(tmp_path, *both)
-    assert code == 0, (err, equal and [c for c in equal["verdict"]["criteria"] if c["outcome"] != "pass"])
-    assert names(equal)[f"link MTU at both ends of {link.array_ip}"]["outcome"] == "pass"
 
 
 def test_array_side_mtu_1500_fails_naming_the_array_side_and_interface(lab, tmp_path):
