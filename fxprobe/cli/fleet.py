@@ -68,7 +68,7 @@ def forwarded_args(given: list[str], drop: tuple[str, ...] = ()) -> list[str]:
 
 def hosts(nodes: str, lab: str | None, identity: Path | None, port: int | None) -> tuple[list, list[tuple[str, ...]]]:
     """(hosts, fxprobe argv prefix per host) for ``--nodes``."""
-    from fxprobe.core import nodes as node_specs
+    from fxprobe.cli import nodes as node_specs
     names = [n.strip() for n in nodes.split(",") if n.strip()]
     if not names:
         raise BadInput("--nodes: name at least one node")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fxprobe.core import kernel
 from fxprobe.core.errors import BadInput
 from fxprobe.host import selftest as selftest_lib
 from fxprobe.cli.app import App, finish_verdict, pass_app
@@ -15,7 +16,7 @@ from fxprobe.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, number
 
 
 DEFAULT_DRIVES = 24
-STDIN = "/proc/self/fd/0"     # how a fleet hands each node its list (also where /dev/stdin is missing; '-' works too)
+STDIN = kernel.STDIN     # how a fleet hands each node its list (also where /dev/stdin is missing; '-' works too)
 
 
 @click.command()

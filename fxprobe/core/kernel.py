@@ -11,6 +11,7 @@ RDMA_CLASS = "/sys/class/infiniband"
 NVMET_CONFIGFS = "/sys/kernel/config/nvmet"
 NULLB_CONFIGFS = "/sys/kernel/config/nullb"
 MDSTAT = "/proc/mdstat"
+STDIN = "/proc/self/fd/0"     # this process's stdin (lab guests have no /dev/stdin)
 
 
 def module_loaded(name: str) -> bool:
