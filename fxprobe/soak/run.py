@@ -138,6 +138,9 @@ def kill_orphan(fio_state: dict) -> str:
         if process is not None:
             _stop(process, group=False)
             stopped.append(process.pid)
+    if argv:    # job processes the state did not list yet: every process running exactly this run's fio argv
+        from fxprobe.tools.procs import stop_load
+        stopped += [pid for pid in stop_load(list(argv))["stopped"] if pid not in stopped]
     if not stopped:
         return "no orphaned fio (it had ended or its pid now belongs to another program)"
     return f"orphaned fio stopped (pids {', '.join(map(str, stopped))})"
