@@ -119,3 +119,9 @@ def test_a_command_whose_own_processes_keep_its_output_open_still_returns(tmp_pa
             and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
+
+
+def test_input_reaches_a_command_that_takes_longer_than_one_poll(tmp_path):
+    """The input is sent once, also when the command runs past the first poll (communicate is called again)."""
+    result = Runner(RunDir.create(tmp_path, "t")).run(["sh", "-c", "sleep 2.5; cat"], timeout=60, input="A 1\nB 2\n")
+    assert result.returncode == 0 and result.stdout == "A 1\nB 2\n"

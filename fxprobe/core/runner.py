@@ -30,11 +30,11 @@ def _communicate(process: subprocess.Popen, input: str | None, timeout: float) -
     deadline = time.monotonic() + timeout
     ended_at = None
     while True:
-        try:
+        try:            # the input goes with the first call only (communicate refuses it on a retry)
             out, err = process.communicate(input=input, timeout=max(0.01, min(1.0, deadline - time.monotonic())))
             return out, err, False
         except subprocess.TimeoutExpired:
-            pass
+            input = None
         now = time.monotonic()
         if ended_at is None and process.poll() is not None:
             ended_at = now
