@@ -222,7 +222,7 @@ class LabSite(Site):
         self.env.nqn, self.prepared = labprep.prepare(lab, scenario.lab, name, remember)
         self.live = methods.live_paths_lab(lab, name, self.env.nqn)
         self.device = _lab_device(lab, name, self.env.nqn)
-        self.host, self.array_host = labprep.fast_guest(lab, name), labprep.fast_guest(lab, "array")
+        self.host, self.array_host = lab.guest(name), lab.guest("array")
 
     def read_timeouts(self, scenario: Scenario) -> None:
         self.timeouts = _remote_timeouts(self.lab, self.env.load_host, self.env.nqn)
@@ -516,7 +516,7 @@ def _lab_device(lab, host: str, nqn: str) -> str:
 
 def _remote_timeouts(lab, host: str, nqn: str) -> dict:
     import json
-    result = lab.runner.run(lab.python("fxprobe.faults.advice", nqn), timeout=60, host=labprep.fast_guest(lab, host),
+    result = lab.runner.run(lab.python("fxprobe.faults.advice", nqn), timeout=60, host=lab.guest(host),
                             check=True, label="timeouts")
     return json.loads(result.stdout)
 

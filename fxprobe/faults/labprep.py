@@ -261,11 +261,6 @@ def parse_sampling(text: str, parse) -> list[tuple[float, object]]:
     return [(t, parse(body)) for t, body in blocks]
 
 
-def fast_guest(lab, name: str):
-    """The lab guest as an SshHost (every lab guest shares one ssh connection, see Lab.guest)."""
-    return lab.guest(name)
-
-
 def parse_host_view(text: str) -> list[dict]:
     """``nvme_subsystems`` in the shape of fxprobe.lab.guestinfo, from _HOST_SCRIPT output."""
     subsystems: dict[str, dict] = {}
@@ -311,7 +306,7 @@ _VIEW_SCRIPTS = {"host": _HOST_SCRIPT, "array": _ARRAY_SCRIPT}
 
 
 def host_view(lab, host: str) -> list[dict]:
-    result = lab.runner.run(["sh", "-c", _HOST_SCRIPT], timeout=60, host=fast_guest(lab, host), check=True,
+    result = lab.runner.run(["sh", "-c", _HOST_SCRIPT], timeout=60, host=lab.guest(host), check=True,
                             label=f"view-{host}")
     return parse_host_view(result.stdout)
 
@@ -319,6 +314,6 @@ def host_view(lab, host: str) -> list[dict]:
 def array_view(lab, roles: bool = False) -> dict:
     """The array guest's NVMe controllers and md arrays (``roles``: with members' md roles and raid10 layouts)."""
     script = _ARRAY_SCRIPT + ("; " + _ROLES_SCRIPT if roles else "")
-    result = lab.runner.run(["sh", "-c", script], timeout=60, host=fast_guest(lab, "array"), check=True,
+    result = lab.runner.run(["sh", "-c", script], timeout=60, host=lab.guest("array"), check=True,
                             label="view-array")
     return parse_array_view(result.stdout)

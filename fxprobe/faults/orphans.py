@@ -33,10 +33,9 @@ def record_load(journal: Journal, entry_id: str, lab, guest: str | None, pid: in
 def stop(load: dict, runner) -> dict:
     """Stop a recorded load where it runs; the tools.procs result."""
     if load.get("lab"):
-        from fxprobe.faults.labprep import fast_guest
         from fxprobe.lab.vm import Lab
         lab = Lab.load(load["lab"], runner)
-        return procs.stop_load_on(runner, fast_guest(lab, load["guest"]),
+        return procs.stop_load_on(runner, lab.guest(load["guest"]),
                                   lab.python("fxprobe.tools.procs", *procs.stop_args(load["argv"], load.get("pid"))))
     return procs.stop_load(load["argv"], load.get("pid"))
 

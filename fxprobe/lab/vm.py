@@ -21,6 +21,7 @@ file edited on the host after a guest read it may stay stale in that guest until
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -213,8 +214,9 @@ class Lab:
         name = self.guest_name(name)
         return SshHost(name=name, address="127.0.0.1", port=self.state.guests[name].ssh_port, user="root",
                        identity=self.folder / sshkeys.CLIENT_KEY, known_hosts=self.folder / sshkeys.KNOWN_HOSTS,
-                       connect_timeout=GUEST_CONNECT_TIMEOUT_S, options=self._shared_connection())
+                       connect_timeout=GUEST_CONNECT_TIMEOUT_S, options=self._shared_connection)
 
+    @functools.cached_property
     def _shared_connection(self) -> tuple[str, ...]:
         """ssh options that let every fxprobe process share one connection per guest (ControlMaster):
         a TCG guest's sshd takes seconds per handshake, a multiplexed session a fraction of one. The
@@ -685,6 +687,7 @@ class Lab:
         return done
 
 
+@functools.lru_cache(maxsize=1)
 def guest_python_path() -> str:
     """The folder holding the fxprobe package, then this interpreter's site-packages folders."""
     import fxprobe

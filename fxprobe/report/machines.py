@@ -8,11 +8,11 @@ environment.json is itself a risk, named.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from fxprobe.core.rundir import ENVIRONMENT
 from fxprobe.core.verdict import format_number
+from fxprobe.host.selftest import natural_key
 from fxprobe.report.collect import RunView
 from fxprobe.report.evidence import Link, href
 
@@ -106,7 +106,7 @@ def warning_lines(warnings: list[dict]) -> tuple[str, ...]:
         groups.setdefault((w.get("knob"), value, w.get("why"), w.get("fix") if not device else None), []).append(
             (device, str(w.get("fix"))))
     lines = []
-    for (knob, value, why, fix), members in groups.items():
+    for (knob, value, why, _), members in groups.items():
         devices = sorted({d for d, _ in members if d}, key=natural_key)
         if len(devices) <= 1:
             lines += [f"{knob}: {d + ': ' if d else ''}{value} - {why}; fix: {f}" for d, f in members]
@@ -114,7 +114,3 @@ def warning_lines(warnings: list[dict]) -> tuple[str, ...]:
         generic = members[0][1].replace(members[0][0], "<device>")
         lines.append(f"{knob}: {value} on {len(devices)} devices ({', '.join(devices)}) - {why}; fix: {generic}")
     return tuple(lines)
-
-
-def natural_key(name: str) -> list:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
