@@ -17,3 +17,50 @@ def fx(lab, guest: str, *args: str, timeout: float = 300, input: str | None = No
 
 def criteria(data: dict) -> dict:
     return {c["name"]: c for c in data["verdict"]["criteria"]}
+
+
+def fx_here(tmp_path, *args: str) -> tuple[int, dict | None, str]:
+    """(exit code, parsed --json result or None, stderr) of `fxprobe --json ARGS` run in this process."""
+    import contextlib
+    import io
+    from fxprobe.cli.main import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--runs", str(tmp_path / "runs"), "--json", *args])
+    text = out.getvalue().strip()
+    return code, json.loads(text) if text.startswith("{") else None, err.getvalue()
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+def write_scenario(path, data: dict):
+    """A scenario file from ``data`` (top-level keys, then one table per dict); returns ``path``."""
+    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines += [f"[{section}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def shipped(name: str, **sections: dict) -> dict:
+    """A shipped scenario (faults/NAME.toml) with some of its tables' keys replaced."""
+    import tomllib
+    from fxprobe.faults.scenario import SCENARIO_DIR
+    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
+    for section, table in sections.items():
+        data.setdefault(section, {}).update(table)
+    return data
+
+
+def scenario_file(tmp_path, name: str, **sections: dict):
+    """tmp_path/NAME.toml: the shipped scenario NAME with ``sections`` merged in (e.g. timing={...})."""
+    return write_scenario(tmp_path / f"{name}.toml", shipped(name, **sections))

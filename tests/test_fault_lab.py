@@ -17,12 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from fxprobe.faults.scenario import SCENARIO_DIR
+from labcli import scenario_file  # noqa: F401  (test_live_status_lab imports it from here)
 
 pytestmark = pytest.mark.lab
 
@@ -34,31 +33,6 @@ if os.environ.get("FXPROBE_FAULT_TEST_LAB"):
         return Lab.load(os.environ["FXPROBE_FAULT_TEST_LAB"])
 
 FAST = {"timing": {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6}, "load": {"region": "2M"}}
-
-
-def toml_text(data: dict) -> str:
-    def value(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return json.dumps(v)
-    lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for section, table in data.items():
-        if isinstance(table, dict):
-            lines += [f"[{section}]"] + [f"{k} = {value(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
-
-
-def scenario_file(tmp_path: Path, name: str, **overrides) -> Path:
-    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
-    for section, table in overrides.items():
-        data.setdefault(section, {}).update(table)
-    path = tmp_path / f"{name}.toml"
-    path.write_text(toml_text(data))
-    return path
 
 
 def fxprobe_argv(tmp_path: Path, *args: str) -> list[str]:

@@ -5,25 +5,15 @@ end, so the session lab itself stays as it is."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
 
-from fxprobe.cli.main import main
+from labcli import fx_here as fx
 
 pytestmark = pytest.mark.lab
 
 EXTRA = "array2"
-
-
-def fx(tmp_path, *args) -> tuple[int, dict | None, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["--runs", str(tmp_path / "runs"), "--json", *args])
-    text = out.getvalue().strip()
-    return code, json.loads(text) if text.startswith("{") else None, err.getvalue()
 
 
 @pytest.fixture

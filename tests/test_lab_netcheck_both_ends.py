@@ -7,24 +7,13 @@ much as the fail (two fxprobe starts in TCG guests, ~460 s at load 8-16) for no 
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 
 import pytest
 
-from fxprobe.cli.main import main
+from labcli import fx_here as fx
 from labcli import fx as fx_in_guest
 
 pytestmark = pytest.mark.lab
-
-
-def fx(tmp_path, *args) -> tuple[int, dict | None, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["--runs", str(tmp_path / "runs"), "--json", *args])
-    text = out.getvalue().strip()
-    return code, json.loads(text) if text.startswith("{") else None, err.getvalue()
 
 
 def names(data) -> dict:

@@ -8,27 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from fxprobe.faults.scenario import SCENARIO_DIR
+from labcli import scenario_file
 
 pytestmark = pytest.mark.lab
-
-
-def scenario_file(tmp_path: Path, name: str, fault: dict, timing: dict) -> Path:
-    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
-    data["fault"].update(fault)
-    data["timing"].update(timing)
-    lines = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for section, table in data.items():
-        if isinstance(table, dict):
-            lines += [f"[{section}]"] + [f"{k} = {json.dumps(v)}" for k, v in table.items()]
-    path = tmp_path / f"{name}.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def fault_run(lab, tmp_path: Path, scenario: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -42,8 +28,8 @@ def fault_run(lab, tmp_path: Path, scenario: Path, *extra: str) -> subprocess.Co
 
 
 def test_two_pulls_in_raid6_are_invisible(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "drive-pull-two", {}, {"steady_s": 6, "settle_s": 2, "fault_s": 8,
-                                                             "recover_s": 4})
+    scenario = scenario_file(tmp_path, "drive-pull-two", fault={}, timing={"steady_s": 6, "settle_s": 2,
+                                                                         "fault_s": 8, "recover_s": 4})
     done = fault_run(lab, tmp_path, scenario)
     result = json.loads(done.stdout)
     assert result["verdict"] == "invisible" and done.returncode == 0, result["criteria"]
@@ -56,7 +42,7 @@ def test_two_pulls_in_raid6_are_invisible(lab, tmp_path):
 
 
 def test_three_pulls_in_raid6_are_refused_naming_the_combination(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "drive-pull-two", {"slots": [0, 1, 2]}, {})
+    scenario = scenario_file(tmp_path, "drive-pull-two", fault={"slots": [0, 1, 2]}, timing={})
     done = fault_run(lab, tmp_path, scenario)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "3 of 20 members missing (roles 0, 1, 2): raid6 survives 2 missing" in done.stderr
@@ -71,8 +57,8 @@ def test_three_pulls_in_raid6_are_refused_naming_the_combination(lab, tmp_path):
 def test_two_pulls_of_a_raid5_twin_are_visible_with_allow_visible(lab, tmp_path):
     free = lab.state.free_slots()[:3]
     assert len(free) == 3, "the session lab keeps slots 20-23 free"
-    scenario = scenario_file(tmp_path, "drive-pull-two", {"slots": free[:2], "delay_s": 0.0},
-                             {"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s": 3})
+    scenario = scenario_file(tmp_path, "drive-pull-two", fault={"slots": free[:2], "delay_s": 0.0},
+                             timing={"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s": 3})
     text = scenario.read_text().replace('export = "main"', f'export = "twin"\ntwin_level = "raid5"\ntwin_slots = {free}')
     scenario.write_text(text)
     refused = fault_run(lab, tmp_path, scenario)

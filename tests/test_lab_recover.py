@@ -15,28 +15,15 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from fxprobe.faults.scenario import SCENARIO_DIR
+from labcli import scenario_file
 
 pytestmark = pytest.mark.lab
 
 HOST = "host1"
-
-
-def scenario_file(tmp_path: Path, name: str, timing: dict) -> Path:
-    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
-    data["timing"].update(timing)
-    lines = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for section, table in data.items():
-        if isinstance(table, dict):
-            lines += [f"[{section}]"] + [f"{k} = {json.dumps(v)}" for k, v in table.items()]
-    path = tmp_path / f"{name}.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def fxprobe(tmp_path: Path, *args: str) -> list[str]:
@@ -77,7 +64,8 @@ def assert_nothing_running_and_healthy(lab) -> None:
 
 
 def test_kill_9_of_a_fault_run_in_its_fault_window_then_fault_restore(lab, tmp_path):
-    scenario = scenario_file(tmp_path, "link-down", {"steady_s": 3, "settle_s": 1, "fault_s": 120, "recover_s": 2})
+    scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 3, "settle_s": 1, "fault_s": 120,
+                                                               "recover_s": 2})
     journal = tmp_path / "fault-journal.json"
     run = subprocess.Popen(fxprobe(tmp_path, "fault", "run", str(scenario), "--lab", lab.name), env=env(tmp_path),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

@@ -20,39 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.faults.scenario import SCENARIO_DIR
+from labcli import shipped, write_scenario
 
 pytestmark = pytest.mark.lab
 
 SHORT = {"steady_s": 5, "settle_s": 1, "fault_s": 3, "recover_s": 3}
 SMALL = "2M"      # 512 blocks: read over and over in seconds even at the ~80 IOPS of a loaded TCG lab
-
-
-def _value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    return json.dumps(v)
-
-
-def write_scenario(path: Path, data: dict) -> Path:
-    lines = [f"{k} = {_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for section, table in data.items():
-        if isinstance(table, dict):
-            lines += [f"[{section}]"] + [f"{k} = {_value(v)}" for k, v in table.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def shipped(name: str, **overrides) -> dict:
-    import tomllib
-    data = tomllib.loads((SCENARIO_DIR / f"{name}.toml").read_text())
-    for section, table in overrides.items():
-        data.setdefault(section, {}).update(table)
-    return data
 
 
 def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str) -> tuple[int, dict, Path]:
