@@ -64,3 +64,26 @@ def shipped(name: str, **sections: dict) -> dict:
 def scenario_file(tmp_path, name: str, **sections: dict):
     """tmp_path/NAME.toml: the shipped scenario NAME with ``sections`` merged in (e.g. timing={...})."""
     return write_scenario(tmp_path / f"{name}.toml", shipped(name, **sections))
+
+
+def fxprobe_argv(tmp_path, *args: str) -> list[str]:
+    """argv of `fxprobe --runs TMP/runs --json ARGS` in a process of its own (as a user runs it)."""
+    import sys
+    return [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", *args]
+
+
+def fault_env(tmp_path) -> dict:
+    """The environment with a restore journal of the test's own."""
+    import os
+    return {**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")}
+
+
+def fault_run(lab, tmp_path, scenario, *extra: str, timeout: float = 600):
+    """`fxprobe fault run SCENARIO --lab LAB EXTRA` in its own process; the lab's state is read again after it
+    (the run changed it from another process) and no traceback may appear."""
+    import subprocess
+    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name, *extra),
+                          capture_output=True, text=True, timeout=timeout, env=fault_env(tmp_path))
+    lab.reload()
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    return done

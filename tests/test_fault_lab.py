@@ -15,13 +15,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from labcli import scenario_file  # noqa: F401  (test_live_status_lab imports it from here)
+from labcli import fault_env as env, fault_run, fxprobe_argv, scenario_file  # noqa: F401  (test_live_status_lab imports them from here)
 
 pytestmark = pytest.mark.lab
 
@@ -35,19 +34,8 @@ if os.environ.get("FXPROBE_FAULT_TEST_LAB"):
 FAST = {"timing": {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6}, "load": {"region": "2M"}}
 
 
-def fxprobe_argv(tmp_path: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", *args]
-
-
-def env(tmp_path: Path) -> dict:
-    return {**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")}
-
-
 def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str, timeout: float = 900) -> tuple[int, dict]:
-    done = subprocess.run(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name,
-                                       *extra), capture_output=True, text=True, timeout=timeout, env=env(tmp_path))
-    reload_state(lab)
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    done = fault_run(lab, tmp_path, scenario, *extra, timeout=timeout)
     assert done.stdout.strip().startswith("{"), done.stderr[-2000:]
     result = json.loads(done.stdout)
     check_common(result)

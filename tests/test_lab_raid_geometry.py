@@ -5,26 +5,12 @@ FXPROBE_TEST_LAB=<name> runs it in a lab that is already up."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from labcli import scenario_file
+from labcli import fault_run, scenario_file
 
 pytestmark = pytest.mark.lab
-
-
-def fault_run(lab, tmp_path: Path, scenario: Path, *extra: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", "fault", "run",
-            str(scenario), "--lab", lab.name, *extra]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")})
-    lab.reload()
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-2000:]
-    return done
 
 
 def test_two_pulls_in_raid6_are_invisible(lab, tmp_path):

@@ -13,25 +13,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from labcli import scenario_file
+from labcli import fault_env as env, fxprobe_argv as fxprobe, scenario_file
 
 pytestmark = pytest.mark.lab
 
 HOST = "host1"
-
-
-def fxprobe(tmp_path: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", *args]
-
-
-def env(tmp_path: Path) -> dict:
-    return {**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "fault-journal.json")}
 
 
 def fio_on(lab, guest: str) -> list[str]:

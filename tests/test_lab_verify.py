@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from labcli import shipped, write_scenario
+from labcli import fault_run, shipped, write_scenario
 
 pytestmark = pytest.mark.lab
 
@@ -29,12 +29,7 @@ SMALL = "2M"      # 512 blocks: read over and over in seconds even at the ~80 IO
 
 
 def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str) -> tuple[int, dict, Path]:
-    argv = [sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json", "fault", "run",
-            str(scenario), "--lab", lab.name, *extra]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "journal.json")})
-    lab.reload()
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    done = fault_run(lab, tmp_path, scenario, *extra)
     assert done.stdout.strip().startswith("{"), done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
