@@ -50,8 +50,6 @@ KERNEL_PATH_EXEMPT = {
 
 # (importing module, imported room) -> why the import goes upward
 LAYER_EXEMPT = {
-    ("fxprobe.lab.rehearse", "cli"): "rehearse still runs the G1-G4 measuring steps through cli.main (their "
-                                     "results envelope is written by the CLI: issue 12 build 2, not done)",
     ("fxprobe.lab.target_control", "faults"): "the lab's target-control hook (the program a via = \"command\" "
                                               "scenario runs against the lab) drives the lab through the fault "
                                               "methods and their undo",

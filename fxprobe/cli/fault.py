@@ -9,12 +9,12 @@ import click
 from fxprobe.cli.app import App, finish, pass_app
 from fxprobe.cli.statusline import metrics_options, metrics_sink, status_for
 from fxprobe.faults import engine
+from fxprobe.faults.command import run_fault
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, scenario_names
-from fxprobe.core.verdict import Criterion, Outcome, format_number
+from fxprobe.core.verdict import Outcome
 
 STATUS_INTERVAL_S = 2.0      # off a terminal: one status line per 2 s of a (1-2 minute) fault run
-VERDICT_OUTCOME = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
 
 
 @click.group()
@@ -66,37 +66,12 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, me
             plan.require_allowed()
         return finish(app, run_dir, "fault run", {"dry_run": True, "plan": plan.to_dict(),
                                                          "verdict": None}, human, Outcome.NOT_RUN)
-    from fxprobe.faults.orphans import stop_orphans
-    orphaned = stop_orphans(Journal.default(), runner, app.progress)     # an earlier run's load, left running
     options.status = status_for(app, "fault run", STATUS_INTERVAL_S, metrics)
     try:
-        results = engine.execute(plan, run_dir, Journal.default(), options)
+        done = run_fault(plan, run_dir, options, app.runs_base)
     finally:
         options.status.close()
-    results["orphans"] = orphaned
-    human = [f"{loaded.name}: {results['verdict'].upper()}"
-             + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
-    human += ["  " + Criterion.from_dict(c).line() for c in results["criteria"]]
-    human += [f"  before the run: {line}" for line in orphaned]
-    impact = results["impact"]
-    if impact["recover_s"] is not None:
-        human.append(f"  time to recover after restore: {format_number(impact['recover_s'], 's')}")
-    else:
-        human.append(f"  did not recover to {format_number(loaded.criteria['min_throughput_pct'], '%')} of the "
-                     f"pre-fault throughput before the load ended")
-    if results["advice"]:
-        from fxprobe.faults.tune import tune_advice
-        results["advice"]["measured"] = tune_advice(app.runs_base)
-        advice = [*results["advice"]["lines"], *results["advice"]["measured"]]
-        human += ["timeouts:"] + [f"  {line}" for line in advice]
-    failed = [line for line in results["restore_log"] if line.startswith("FAILED")]
-    human += [line if line.startswith("FAILED") else f"restored: {line}" for line in results["restore_log"]]
-    human.append(f"timeline: {results['png']}")
-    if failed:       # the verdict stands, but the system was left broken: that is the outcome
-        human.append("still broken (kept in the journal: fxprobe fault restore)")
-        return finish(app, run_dir, "fault run", results, human, Outcome.ERROR,
-                      reason=f"{len(failed)} restore(s) failed: {failed[0]}")
-    return finish(app, run_dir, "fault run", results, human, VERDICT_OUTCOME[results["verdict"]])
+    return finish(app, run_dir, "fault run", done.results, done.human, done.outcome, reason=done.reason)
 
 
 @fault.command("restore")

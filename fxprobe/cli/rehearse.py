@@ -35,7 +35,7 @@ def rehearse(app: App, lab_name, soak_seconds, key, config_path, hosts) -> int:
     status = status_for(app, "rehearse", 10.0)
     try:
         result = Rehearse(app.runner(run), run.path, app.progress, key, soak_seconds, lab_name, config_path,
-                          status=status, hosts=hosts).run()
+                          status=status, hosts=hosts, runs_base=app.runs_base).run()
     finally:
         status.close()
     human = [line for h in bundle_headlines(result.report) for line in h.lines()] if result.report else []

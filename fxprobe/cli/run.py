@@ -14,10 +14,9 @@ from fxprobe.cli.profile import max_bytes_of, size_option
 from fxprobe.cli.statusline import metrics_options, metrics_sink, status_for
 from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LocalHost, SshHost
-from fxprobe.core.verdict import Criterion, Outcome, Verdict
+from fxprobe.core.verdict import Outcome
 
 FIO_PORT = 8765   # fxprobe.tools.fio.FIO_PORT; the heavy modules (pandas) load only when a command runs
-REPEAT_DIFF_LIMIT_PCT = 5.0
 STATUS_INTERVAL_S = 5.0   # off a terminal: one status line per 5 s of a run or sweep
 
 
@@ -120,7 +119,7 @@ def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_va
                                       ceiling_bps=ceiling_value, status=status, **args)
     finally:
         status.close()
-    verdict = run_verdict(result)
+    verdict = workload.run_verdict(result)
     return finish_verdict(app, run_dir, "run", verdict, {"workload": result.to_dict()}, result.lines())
 
 
@@ -146,16 +145,6 @@ def parse_sets(sets) -> dict:
             raise BadInput(f"--set {item!r}: expected KEY=VALUE")
         overrides[key.strip()] = value.strip()
     return check_overrides(overrides)
-
-
-def run_verdict(result) -> Verdict:
-    bw = result.bandwidth
-    criteria = [
-        Criterion.compare("repeats agree (largest pairwise difference)", bw.max_pair_diff_pct, "<=",
-                          REPEAT_DIFF_LIMIT_PCT, unit="%", detail=f"CV {bw.cv_pct:.2f} %"),
-        Criterion.compare("steady state attained (repeats)", result.steady_attained, "==", len(result.repeats)),
-    ]
-    return Verdict(f"run {result.profile}", tuple(criteria))
 
 
 @click.command()

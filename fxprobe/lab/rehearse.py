@@ -79,16 +79,12 @@ class Rehearsal:
         return head + rows
 
 
-def _fxprobe(argv: list[str]) -> int:
-    from fxprobe.cli.main import main
-    return main(["-q", *argv])
-
-
 class Rehearse:
     def __init__(self, runner: Runner, base: Path, progress: Callable[[str], None], key: Path | None,
                  soak_seconds: int = 60, lab_name: str | None = None, config: Path | None = None,
-                 status: Status | None = None, hosts: int | None = None):
+                 status: Status | None = None, hosts: int | None = None, runs_base: Path | None = None):
         self.runner, self.base, self.progress = runner, base, progress
+        self.runs_base = runs_base or base.parent     # where `fault tune` runs are found for the link-cut advice
         self.hosts = hosts or LAB_SPEC["hosts"]      # host guests of a lab the rehearsal boots (G3's nodes)
         self.status = status or Status("rehearse")      # the live line (no sinks: nothing shown)
         self.key, self.soak_seconds, self.reuse = key, soak_seconds, lab_name
@@ -164,21 +160,42 @@ class Rehearse:
             self.lab.exec("host1", ["ethtool", "-s", nic, "speed", str(EMULATED_LINE_MBPS), "duplex", "full"], check=True)
             self.lab.throttle(1, f"{EMULATED_LINE_MBPS}mbit", "host1")
             try:
-                return _fxprobe(["--run-dir", str(target), "line-efficiency", "--lab", self.lab.name,
-                                 "--client-node", "host1", "--server-node", "array", "--peer", link.array_ip,
-                                 "--duration", "6", "--qps", "1", "--outs", "2", "--size", "64K"])
+                return self.line_efficiency(target, link.array_ip)
             finally:
                 self.lab.throttle(1, "off", "host1")
                 self.lab.exec("host1", ["ethtool", "-s", nic, "speed", str(self.lab.spec.link_speed), "duplex", "full"])
         self.step("line-efficiency (emulated 20 Mb/s link)", "G2", measure)
 
+    def line_efficiency(self, target: Path, peer: str) -> int:
+        from fxprobe.network import line_efficiency as le
+        settings = le.Settings(peer=peer, size=64 * 1024, qps=1, duration=6, outstanding=2)
+        argv = ["line-efficiency", "--lab", self.lab.name, "--client-node", "host1", "--server-node", "array",
+                "--peer", peer, "--duration", "6", "--qps", "1", "--outs", "2", "--size", "64K"]
+
+        def body(run: RunDir):
+            outcome = le.run(Runner(run), settings, client=self.lab.guest("host1"), server_host=self.lab.guest("array"))
+            return outcome.verdict, outcome.to_dict()
+        return self.measured(target, "line-efficiency", argv, body)
+
     def g3(self) -> None:
         hosts = self.lab.hosts
         ceiling_gbps = self.lab.spec.link_speed / 1000
-        self.step("multi-node read-back", "G3", lambda t: _fxprobe(
-            ["--run-dir", str(t), "run", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--lab", self.lab.name,
-             "--nodes", ",".join(hosts), "--repeats", "1", "--runtime", "5", "--ramp", "1", "--size", "64M",
-             "--ceiling", str(ceiling_gbps), "--no-layout"]))
+        argv = ["run", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--lab", self.lab.name, "--nodes", ",".join(hosts),
+                "--repeats", "1", "--runtime", "5", "--ramp", "1", "--size", "64M", "--ceiling", str(ceiling_gbps),
+                "--no-layout"]
+
+        def body(run: RunDir):
+            from fxprobe.lab.forward import guest_nodes
+            from fxprobe.tools.fio import FIO_PORT
+            from fxprobe.workload import run as workload
+            run.note(workload={"profile": LOAD_PROFILE, "nodes": list(hosts)})
+            with guest_nodes(self.lab, list(hosts), FIO_PORT) as nodes:
+                result = workload.run_profile(LOAD_PROFILE, "/dev/nvme0n1", runner=Runner(run), nodes=nodes,
+                                              repeats=1, runtime=5, ramp=1, max_bytes=64 * 2**20, layout=False,
+                                              ceiling_bps=ceiling_gbps * 1e9, progress=self.progress,
+                                              status=Status("run"))
+            return workload.run_verdict(result), {"workload": result.to_dict()}
+        self.step("multi-node read-back", "G3", lambda t: self.measured(t, "run", argv, body))
 
     def g4(self) -> None:
         self.step("soak", "G4", lambda t: self.in_guest(
@@ -186,13 +203,46 @@ class Rehearse:
                       "--size", "64M", "--sample", "5", "--allow-serial", self.namespace_serial()], t,
             timeout=self.soak_seconds + 600))
         for scenario in FAULT_SCENARIOS:
-            self.step(f"fault {scenario}", "G4", lambda t, s=scenario: _fxprobe(
-                ["--run-dir", str(t), "fault", "run", s, "--lab", self.lab.name]))
+            self.step(f"fault {scenario}", "G4", lambda t, s=scenario: self.fault_run(t, s))
+
+    def fault_run(self, target: Path, name: str) -> int:
+        """``fxprobe fault run NAME --lab LAB``, through faults.command as the CLI runs it."""
+        from fxprobe.faults import engine
+        from fxprobe.faults.command import run_fault
+        from fxprobe.faults.scenario import load_scenario
+        scenario = load_scenario(name)
+        options = engine.Options(lab=self.lab.name, progress=self.progress, status=Status("fault run"))
+        run = self.begin(target, "fault run", ["fault", "run", name, "--lab", self.lab.name])
+        with run.recording():
+            run.note(dry_run=False, plan={"scenario": scenario.name, "kind": scenario.kind})
+            done = run_fault(engine.build_plan(scenario, Runner(run), options), run, options, self.runs_base)
+            run.finish(done.outcome, done.results, reason=done.reason)
+        return done.outcome.exit_code
 
     def namespace_serial(self) -> str:
         """The lab's own exported namespace (disposable emulated drives), allow-listed for the soak's layout."""
         from fxprobe.lab.vm import MAIN_MD
         return f"FXLAB{MAIN_MD[:8].upper()}"
+
+    @staticmethod
+    def begin(target: Path, command: str, argv: list[str]) -> RunDir:
+        """A measuring step's run folder, begun with the command line a person would have typed and the
+        environment.json every fxprobe command writes."""
+        from fxprobe.host import environment
+        run = RunDir.start(command, ["fxprobe", *argv], path=target)
+        environment.record(run)
+        return run
+
+    def measured(self, target: Path, command: str, argv: list[str],
+                 body: Callable[[RunDir], tuple[Verdict, dict]]) -> int:
+        """A measuring step through the library: ``body`` returns the verdict and its results; the envelope
+        is the one the command writes (an error inside is the step's error outcome). Nothing is printed: the
+        rehearsal ran its steps quietly (-q) when they went through the CLI, and still does."""
+        run = self.begin(target, command, argv)
+        with run.recording():
+            verdict, results = body(run)
+            run.finish(verdict.outcome, {"verdict": verdict.to_dict(), **results}, reason=verdict.reason)
+        return verdict.outcome.exit_code
 
     def library_step(self, name: str, gate: str, command: str, argv: list[str],
                      body: Callable[[RunDir], tuple[Outcome, dict, str]]) -> Step:

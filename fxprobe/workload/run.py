@@ -27,6 +27,7 @@ from fxprobe.workload.jobfile import Target, job_text, region_bytes
 from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, load_profile
 from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
+from fxprobe.core.verdict import Criterion, Verdict
 from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
 from fxprobe.tools import fio, fio_logs
 from fxprobe.tools.fio import Node
@@ -568,3 +569,14 @@ def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[N
         latency_samples=sum(bins.values()), steady_attained=sum(r.steady.attained for r in results),
         per_node_bw=per_node, slowest_node=slowest, ceiling_bps=ceiling_bps, fraction_of_ceiling=fraction,
         job_file=str(job), notes=tuple(notes))
+
+
+def run_verdict(result: WorkloadResult) -> Verdict:
+    """A run's own verdict: its repeats agree within REPEAT_DIFF_LIMIT_PCT and each reached steady state."""
+    bw = result.bandwidth
+    criteria = [
+        Criterion.compare("repeats agree (largest pairwise difference)", bw.max_pair_diff_pct, "<=",
+                          REPEAT_DIFF_LIMIT_PCT, unit="%", detail=f"CV {bw.cv_pct:.2f} %"),
+        Criterion.compare("steady state attained (repeats)", result.steady_attained, "==", len(result.repeats)),
+    ]
+    return Verdict(f"run {result.profile}", tuple(criteria))

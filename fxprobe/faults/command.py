@@ -1,0 +1,62 @@
+"""``fault run`` as the library runs it, for the CLI and the rehearsal alike: stop an earlier run's orphaned
+load, execute the plan, and turn the engine's results into the outcome, its reason and the lines a person reads.
+
+The fault verdict's words (invisible / visible / unknown) are a view of the outcome, never a second type:
+``OUTCOME_OF_VERDICT`` is the one place that maps them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
+from fxprobe.core.verdict import Criterion, Outcome, format_number
+from fxprobe.faults import engine
+from fxprobe.faults.journal import Journal
+from fxprobe.faults.orphans import stop_orphans
+
+OUTCOME_OF_VERDICT = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
+
+
+@dataclass(frozen=True)
+class FaultRunResult:
+    outcome: Outcome
+    results: dict
+    human: list[str]
+    reason: str = ""
+
+
+def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_base: Path,
+              journal: Journal | None = None) -> FaultRunResult:
+    """Execute a checked plan (not a dry run) into ``run_dir``; ``runs_base`` is where the latest
+    ``fault tune`` is looked up for the advice after a visible link cut."""
+    journal = journal or Journal.default()
+    orphaned = stop_orphans(journal, Runner(run_dir), options.progress)   # an earlier run's load, left running
+    results = engine.execute(plan, run_dir, journal, options)
+    results["orphans"] = orphaned
+    human = [f"{plan.scenario.name}: {results['verdict'].upper()}"
+             + (f" (failed: {', '.join(results['failed_criteria'])})" if results["failed_criteria"] else "")]
+    human += ["  " + Criterion.from_dict(c).line() for c in results["criteria"]]
+    human += [f"  before the run: {line}" for line in orphaned]
+    human.append(recovery_line(results["impact"]["recover_s"], plan.scenario.criteria["min_throughput_pct"]))
+    if results["advice"]:
+        from fxprobe.faults.tune import tune_advice
+        results["advice"]["measured"] = tune_advice(runs_base)
+        advice = [*results["advice"]["lines"], *results["advice"]["measured"]]
+        human += ["timeouts:"] + [f"  {line}" for line in advice]
+    failed = [line for line in results["restore_log"] if line.startswith("FAILED")]
+    human += [line if line.startswith("FAILED") else f"restored: {line}" for line in results["restore_log"]]
+    human.append(f"timeline: {results['png']}")
+    if failed:       # the verdict stands, but the system was left broken: that is the outcome
+        human.append("still broken (kept in the journal: fxprobe fault restore)")
+        return FaultRunResult(Outcome.ERROR, results, human, f"{len(failed)} restore(s) failed: {failed[0]}")
+    return FaultRunResult(OUTCOME_OF_VERDICT[results["verdict"]], results, human)
+
+
+def recovery_line(recover_s: float | None, min_throughput_pct: float) -> str:
+    if recover_s is not None:
+        return f"  time to recover after restore: {format_number(recover_s, 's')}"
+    return (f"  did not recover to {format_number(min_throughput_pct, '%')} of the pre-fault throughput before "
+            f"the load ended")
