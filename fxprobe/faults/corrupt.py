@@ -22,10 +22,10 @@ def fault_offset(fault: dict) -> int:
     return size_bytes(fault["array_offset"])
 
 
-class LabCorrupt(Method):
-    kind, via = "corrupt", "dd"
-    record = "lab-corrupt"
-    _where: tuple[str, int] | None = None
+class CorruptRange:
+    """The range a corrupt fault overwrites, read from the scenario's fault table: ``fault.array_offset`` (where
+    in the export, or in ``fault.device`` on a host) and ``fault.length``, both in bytes."""
+    fault: dict
 
     @property
     def array_offset(self) -> int:
@@ -34,6 +34,12 @@ class LabCorrupt(Method):
     @property
     def length(self) -> int:
         return size_bytes(self.fault["length"])
+
+
+class LabCorrupt(CorruptRange, Method):
+    kind, via = "corrupt", "dd"
+    record = "lab-corrupt"
+    _where: tuple[str, int] | None = None
 
     @property
     def target(self) -> str:
@@ -94,7 +100,7 @@ class LabCorrupt(Method):
         self.env.note(f"overwrote {self.length} B of /dev/{device} at {offset} (export offset {self.array_offset})")
 
 
-class HostCorrupt(Method):
+class HostCorrupt(CorruptRange, Method):
     """On a Linux host: zeros over ``length`` bytes at ``array_offset`` of ``fault.device`` (a member below md,
     or the load's target itself); the device must be on the allow-list like every host fault target."""
     kind, via = "corrupt", "dd"
@@ -108,12 +114,8 @@ class HostCorrupt(Method):
         return str(self.fault["device"])
 
     @property
-    def offset(self) -> int:
-        return fault_offset(self.fault)
-
-    @property
-    def length(self) -> int:
-        return size_bytes(self.fault["length"])
+    def offset(self) -> int:       # the device offset is the scenario's array_offset: no md layer in between here
+        return self.array_offset
 
     @property
     def target(self) -> str:
