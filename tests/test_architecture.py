@@ -29,23 +29,13 @@ LAYERS = {"core": 0, "tools": 1, "lab": 2, "host": 3, "network": 3, "workload": 
 KERNEL_PATH_EXEMPT = {
     "host/preflight.py": "the reproducibility log reads ~35 sysfs/procfs files through core.sysfs by path; "
                          "moving them into tools/ as declarations is the preflight rewrite (issue 12, not done)",
-    "host/telemetry.py": "soak telemetry reads hwmon, mdstat and nvme sysfs through core.sysfs by path",
-    "host/selftest.py": "names /sys/class/nvme in a reason line",
     "host/safety.py": "the load-target check reads block devices and mountinfo under its SystemView's root",
-    "network/netcheck.py": "link speed, MTU and RDMA port state read through core.sysfs by path",
-    "network/line_efficiency.py": "a port's speed read through core.sysfs by path",
     "faults/methods.py": "host fault methods (PCI remove/rescan, null_blk power, nvmet enable) write sysfs and "
                          "configfs files by path through core.sysfs",
-    "faults/corrupt.py": "names md's sysfs folder in the array guest in a parse error's source",
-    "faults/restored.py": "checks a restored link's operstate in the lab guests (a guest command over SSH)",
-    "faults/advice.py": "reads the NVMe timeouts of a subsystem's controllers under /sys/class/nvme",
     "faults/labprep.py": "lab guest commands (tee into a guest's /sys/class/nvme... files) run over SSH in the guest",
     "lab/native.py": "the native lab builds its target through configfs and null_blk paths on this host",
     "lab/target.py": "the array guest's nvmet target is written through configfs paths in the guest",
-    "lab/vm.py": "a guest command names /sys/class/nvme in the guest",
     "workload/pattern.py": "reads /proc/diskstats and blktrace's debugfs through core.sysfs by path",
-    "gates/catalog.py": "a fix hint names /sys/class/nvme",
-    "cli/examples.py": "an example command line names a sysfs path",
 }
 
 # (importing module, imported room) -> why the import goes upward

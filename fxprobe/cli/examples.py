@@ -6,6 +6,8 @@ options), and checks that profile, scenario and example-file names exist, so an 
 
 from __future__ import annotations
 
+from fxprobe.core.kernel import MDSTAT
+
 PROFILE = "qwen3-coder-480b-tp8-readback"
 
 EXAMPLES: dict[str, list[str]] = {
@@ -17,7 +19,7 @@ EXAMPLES: dict[str, list[str]] = {
     "lab up": ["fxprobe lab up", "fxprobe lab up --lab big --drives 24 --raid-drives 20 --hosts 2 --links 2",
                "fxprobe lab up --transport rdma --link-speed 25G"],
     "lab status": ["fxprobe lab status", "fxprobe lab status --lab big -o json"],
-    "lab exec": ["fxprobe lab exec host1 nvme list -o json", "fxprobe lab exec --timeout 5m array cat /proc/mdstat"],
+    "lab exec": ["fxprobe lab exec host1 nvme list -o json", f"fxprobe lab exec --timeout 5m array cat {MDSTAT}"],
     "lab down": ["fxprobe lab down", "fxprobe lab down --lab big"],
     "lab add-export": ["fxprobe lab add-export raid1 21 22", "fxprobe lab add-export --export-name spare raid0 23"],
     "lab fault": ["fxprobe lab fault link-down 1", "fxprobe lab fault throttle 1 20M",

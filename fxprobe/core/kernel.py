@@ -6,11 +6,14 @@ from __future__ import annotations
 from fxprobe.core import sysfs
 
 NVME_CLASS = "/sys/class/nvme"               # one folder per NVMe controller (PCIe or fabrics)
+NVME_SUBSYSTEM_CLASS = "/sys/class/nvme-subsystem"
 BLOCK_CLASS = "/sys/block"
 RDMA_CLASS = "/sys/class/infiniband"
+NET_CLASS = "/sys/class/net"
 NVMET_CONFIGFS = "/sys/kernel/config/nvmet"
 NULLB_CONFIGFS = "/sys/kernel/config/nullb"
 MDSTAT = "/proc/mdstat"
+PROC_NET_TCP = "/proc/net/tcp"               # TCP sockets (IPv4), their states
 STDIN = "/proc/self/fd/0"     # this process's stdin (lab guests have no /dev/stdin)
 
 

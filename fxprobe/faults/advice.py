@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 
 from fxprobe.core.data import AsDict
+from fxprobe.core.kernel import NVME_CLASS, NVME_SUBSYSTEM_CLASS
 from fxprobe.core.verdict import format_number
 
 ADVISED = {"keep_alive_tmo": 2, "reconnect_delay": 1, "ctrl_loss_tmo": 60, "fast_io_fail_tmo": 5,
@@ -80,7 +81,7 @@ def advise(timeouts: dict, stall_s: float | None, live_paths: int, kind: str = "
                          f"resets; on real NICs a link-down is seen at once, a silent path only through kato")
         if iopolicy == "numa":
             try_next["iopolicy"] = ADVISED["iopolicy"]
-            lines.append("try: echo round-robin > /sys/class/nvme-subsystem/<subsys>/iopolicy "
+            lines.append(f"try: echo round-robin > {NVME_SUBSYSTEM_CLASS}/<subsys>/iopolicy "
                          "(both paths carry I/O, so the loss of one is seen at once)")
         delays = [d for t in controllers.values() if (d := _num(t.get("reconnect_delay"))) is not None]
         if not delays or max(delays) > ADVISED["reconnect_delay"]:
@@ -95,7 +96,7 @@ def advise(timeouts: dict, stall_s: float | None, live_paths: int, kind: str = "
         fast = [t.get("fast_io_fail_tmo") for t in controllers.values()]
         if any(_num(f) is None for f in fast):
             try_next["fast_io_fail_tmo"] = ADVISED["fast_io_fail_tmo"]
-            lines.append(f"try: echo {ADVISED['fast_io_fail_tmo']} > /sys/class/nvme/<ctrl>/fast_io_fail_tmo "
+            lines.append(f"try: echo {ADVISED['fast_io_fail_tmo']} > {NVME_CLASS}/<ctrl>/fast_io_fail_tmo "
                          "(fails I/O instead of hanging it when no path is left: visible, but bounded)")
     return Advice(stall_s, live_paths, controllers, iopolicy, tuple(lines), try_next)
 

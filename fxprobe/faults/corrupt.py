@@ -10,6 +10,7 @@ of each member). There is no undo: the overwritten range stays overwritten until
 from __future__ import annotations
 
 from fxprobe.core.errors import BadInput, ToolError
+from fxprobe.core.kernel import BLOCK_CLASS
 from fxprobe.core.schema import size_bytes
 from fxprobe.faults.base import Method
 from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
@@ -58,7 +59,7 @@ class LabCorrupt(CorruptRange, Method):
             name = self._backing().rsplit("/", 1)[-1]
             result = self.env.lab.exec("array", ["sh", "-c", MD_GEOMETRY_SCRIPT.format(name=name)], timeout=60,
                                        check=True, label="md-geometry")
-            geometry = parse_md_geometry(result.stdout, f"/sys/block/{name}/md")
+            geometry = parse_md_geometry(result.stdout, f"{BLOCK_CLASS}/{name}/md")
             try:
                 self._where = geometry.raid0_member_offset(self.array_offset)
             except ValueError as exc:

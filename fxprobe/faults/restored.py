@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from fxprobe.core.errors import ToolError
+from fxprobe.tools import netdev
 
 
 class RestoreFailed(ToolError):
@@ -84,7 +85,7 @@ def check_lab_link(lab, n: int, host: str, timeout: float = 90.0) -> str:
     while True:
         problems = []
         for guest, nic in ((link.host, link.host_nic), (link.array, link.array_nic)):
-            state = lab.exec(guest, ["cat", f"/sys/class/net/{nic}/operstate"], timeout=30).stdout.strip()
+            state = lab.exec(guest, ["cat", netdev.attribute_path(nic, "operstate")], timeout=30).stdout.strip()
             if state != "up":
                 problems.append(f"{guest}:{nic} is {state or 'unknown'}")
         if not problems:

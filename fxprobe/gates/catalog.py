@@ -41,6 +41,7 @@ from fxprobe.faults.scenario import LINK_KINDS
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
+from fxprobe.core.kernel import NET_CLASS
 from fxprobe.core.verdict import Criterion, Outcome, exact, format_number
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
@@ -103,7 +104,7 @@ def _port_speed(run) -> tuple[Fraction | None, str]:
     """The port's own reported speed; older runs without ``port_speed_bps`` give it only when the line
     rate was read from the port (not asserted with --line-rate)."""
     value = run.get("port_speed_bps", None)
-    if value is None and str(run.get("line_rate_source", "")).startswith("/sys/"):
+    if value is None and str(run.get("line_rate_source", "")).startswith(NET_CLASS):
         value = run.get("line_rate_bps", None)
     try:
         return exact(value) / 10 ** 9, ""

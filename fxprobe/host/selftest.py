@@ -17,6 +17,7 @@ from typing import Annotated
 
 from pydantic import Field, ValidationError
 
+from fxprobe.core import kernel
 from fxprobe.core.data import AsDict
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
@@ -279,8 +280,8 @@ def evaluate(drives: list[Drive], limits: Limits, expected: list[ExpectedDrive] 
 def run_selftest(runner: Runner, limits: Limits, subsystem: str | None = None,
                  expected: list[ExpectedDrive] | None = None) -> tuple[list[Drive], Verdict, list[str]]:
     """Find the drives, judge them, and cross-check nvme-cli's list against sysfs."""
-    if not nvme_sysfs.sysfs.exists("/sys/class/nvme"):
-        raise NotRunnable("no NVMe driver on this host (/sys/class/nvme is absent)",
+    if not kernel.has(kernel.NVME_CLASS):
+        raise NotRunnable(f"no NVMe driver on this host ({kernel.NVME_CLASS} is absent)",
                           hint="run on the array (or a host with its drives); in the lab: "
                                "fxprobe lab exec array -- fxprobe selftest")
     drives = find_drives(runner, subsystem)

@@ -16,6 +16,7 @@ from fxprobe.tools import mdadm
 from fxprobe.tools import nvme_sysfs
 from fxprobe.core import sysfs
 from fxprobe.core.errors import ParseError
+from fxprobe.core.kernel import MDSTAT, NVME_CLASS
 from fxprobe.core.hosts import LOCAL, Host
 
 SKIP_DISKS = re.compile(r"^(loop|ram|zram|sr|fd)\d*")
@@ -42,12 +43,12 @@ def nvme_temperatures() -> dict[str, float]:
     Each read sends a Get Log Page to the controller: a controller that is not live is skipped
     (the read would wait for the admin timeout)."""
     temps = {}
-    for ctrl in sysfs.listdir("/sys/class/nvme"):
-        if sysfs.read(f"/sys/class/nvme/{ctrl}/state") != "live":
+    for ctrl in sysfs.listdir(NVME_CLASS):
+        if sysfs.read(f"{NVME_CLASS}/{ctrl}/state") != "live":
             continue
-        for hwmon in sysfs.listdir(f"/sys/class/nvme/{ctrl}"):
+        for hwmon in sysfs.listdir(f"{NVME_CLASS}/{ctrl}"):
             if hwmon.startswith("hwmon"):
-                raw = sysfs.read(f"/sys/class/nvme/{ctrl}/{hwmon}/temp1_input")
+                raw = sysfs.read(f"{NVME_CLASS}/{ctrl}/{hwmon}/temp1_input")
                 if raw and raw.lstrip("-").isdigit() and int(raw) > -273000:   # 0 K: not reported (fabrics)
                     temps[ctrl] = int(raw) / 1000
     return temps
@@ -59,8 +60,8 @@ def path_states() -> dict[str, dict]:
 
 
 def md_states() -> dict[str, dict]:
-    """md arrays from /proc/mdstat: level, health string, degraded, running action."""
-    text = sysfs.read("/proc/mdstat", "") or ""
+    """md arrays from the kernel's mdstat: level, health string, degraded, running action."""
+    text = sysfs.read(MDSTAT, "") or ""
     try:
         arrays = mdadm.parse_mdstat(text)
     except ParseError as exc:
@@ -84,7 +85,7 @@ def parse_smart_log(output: str, source: str = "nvme smart-log") -> dict:
 def smart_logs(runner, host: Host = LOCAL, controllers: list[str] | None = None) -> dict[str, dict]:
     """``nvme smart-log`` of each controller; a failure is kept as {"error": ...}, never raised."""
     result = {}
-    for ctrl in controllers if controllers is not None else sysfs.listdir("/sys/class/nvme"):
+    for ctrl in controllers if controllers is not None else sysfs.listdir(NVME_CLASS):
         run = runner.run(["nvme", "smart-log", f"/dev/{ctrl}", "-o", "json"], timeout=15, host=host,
                          label=f"smart-log-{ctrl}", always=True)
         if not run.ok:

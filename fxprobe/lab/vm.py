@@ -4,7 +4,7 @@ Python API (what the other features use)::
 
     lab = Lab.load("default")               # a lab started by `fxprobe lab up` (any process)
     host = lab.guest("host1")               # a fxprobe.core.hosts.SshHost
-    lab.exec("array", ["cat", "/proc/mdstat"], timeout=30)   # -> CommandResult
+    lab.exec("array", ["mdadm", "--detail", "/dev/md/fxlab"], timeout=30)   # -> CommandResult
     lab.drive_pull(3); lab.drive_restore(3)
     lab.link_down(2, host="host1"); lab.link_up(2, host="host1")
     lab.throttle(1, "200mbit", host="host1"); lab.throttle(1, "off")
@@ -37,6 +37,7 @@ from pathlib import Path
 import psutil
 
 from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
+from fxprobe.core.kernel import PROC_NET_TCP
 from fxprobe.core.hosts import SshHost, never_connected
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
@@ -72,8 +73,8 @@ def lab_home() -> Path:
     return Path(base)
 
 
-def listening_ports(proc_net: Path = Path("/proc/net/tcp")) -> set[int]:
-    """TCP ports in LISTEN state (IPv4) from /proc/net/tcp."""
+def listening_ports(proc_net: Path = Path(PROC_NET_TCP)) -> set[int]:
+    """TCP ports in LISTEN state (IPv4) from the kernel's TCP socket table."""
     ports = set()
     try:
         lines = proc_net.read_text().splitlines()[1:]

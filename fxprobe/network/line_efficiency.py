@@ -21,7 +21,7 @@ from fxprobe.network import roce
 from fxprobe.core.errors import BadInput, NotRunnable, ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Background, Runner
-from fxprobe.tools import iperf3, perftest
+from fxprobe.tools import iperf3, netdev, perftest
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 DEFAULT_SIZE = 1 << 20        # large messages reach line rate on 100 GbE (perftest issue #252)
@@ -118,10 +118,7 @@ def route_interface(runner: Runner, peer: str, host: Host) -> str:
 
 
 def interface_speed_bps(runner: Runner, iface: str, host: Host) -> float | None:
-    result = runner.run(["cat", f"/sys/class/net/{iface}/speed"], timeout=10, host=host,
-                        label=f"speed-{iface}", always=True)
-    text = result.stdout.strip()
-    return int(text) * 1e6 if result.ok and text.isdigit() and int(text) > 0 else None
+    return netdev.speed_bps(runner, iface, host)
 
 
 def check_reachable(runner: Runner, peer: str, host: Host) -> None:
@@ -219,7 +216,7 @@ def run(runner: Runner, settings: Settings, *, client: Host = LOCAL, server_host
     if settings.line_rate_bps:
         line_bps, source = settings.line_rate_bps, "--line-rate"
     else:
-        line_bps, source = port_bps, f"/sys/class/net/{iface}/speed"
+        line_bps, source = port_bps, netdev.attribute_path(iface, "speed")
         if line_bps is None:
             raise BadInput(f"{iface} reports no link speed", hint="pass the nominal rate with --line-rate GBPS")
     outcome = LineEfficiencyRun(settings, line_bps, source, iface, None, port_speed_bps=port_bps)
@@ -233,8 +230,7 @@ def run(runner: Runner, settings: Settings, *, client: Host = LOCAL, server_host
             outcome.measurements.append(measurement)
             outcome.mtu = outcome.mtu or measurement.mtu
     if settings.transport == "tcp":
-        mtu_text = runner.run(["cat", f"/sys/class/net/{iface}/mtu"], timeout=10, host=client, label="mtu",
-                              always=True).stdout.strip()
+        mtu_text = netdev.read_attribute(runner, client, iface, "mtu", label="mtu") or ""
         outcome.mtu = int(mtu_text) if mtu_text.isdigit() else None
     outcome.verdict = judge(outcome)
     return outcome

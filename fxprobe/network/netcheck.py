@@ -5,114 +5,21 @@ Each check is a Criterion so the verdict prints measured beside required.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import shutil
 from dataclasses import dataclass, field
 
 from pyroute2 import IPRoute
 
-from fxprobe.core.data import AsDict
-from fxprobe.core import sysfs
 from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.network.roce import netdev_mtu_for_roce
+from fxprobe.tools import netdev
+from fxprobe.tools.netdev import Gid, Interface, RdmaPort, rdma_ports_for, read_interfaces  # noqa: F401 (re-exported)
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 IPV4_HEADER_ICMP = 28          # IPv4 20 + ICMP 8: ping -s payload = MTU - 28
-
-
-@dataclass(frozen=True)
-class Gid:
-    index: int
-    gid: str
-    type: str
-    ndev: str | None
-
-    @property
-    def ipv4(self) -> str | None:
-        address = ipaddress.IPv6Address(self.gid)
-        return str(address.ipv4_mapped) if address.ipv4_mapped else None
-
-
-@dataclass(frozen=True)
-class RdmaPort:
-    device: str
-    port: int
-    state: str | None
-    phys_state: str | None
-    active_mtu: str | None
-    rate: str | None
-    gids: tuple[Gid, ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True)
-class Interface(AsDict):
-    name: str
-    operstate: str | None
-    mtu: int | None
-    speed_mbps: int | None
-    addresses: tuple[str, ...]
-    rdma: tuple[RdmaPort, ...]
-
-
-def _gids(device: str, port: str) -> tuple[Gid, ...]:
-    base = f"/sys/class/infiniband/{device}/ports/{port}"
-    gids = []
-    for index in sysfs.listdir(f"{base}/gids"):
-        if not index.isdigit():
-            continue
-        raw = sysfs.read(f"{base}/gids/{index}")
-        if not raw or set(raw.replace(":", "")) == {"0"}:
-            continue
-        gid_type = sysfs.read(f"{base}/gid_attrs/types/{index}") or ""
-        ndev = sysfs.read(f"{base}/gid_attrs/ndevs/{index}")
-        try:
-            text = str(ipaddress.IPv6Address(raw))
-        except ValueError:
-            continue
-        gids.append(Gid(int(index), text, gid_type, ndev))
-    return tuple(sorted(gids, key=lambda g: g.index))
-
-
-def rdma_ports_for(ifname: str) -> tuple[RdmaPort, ...]:
-    """RDMA ports bound to a netdev: physical (device/infiniband) or soft (rxe: GID ndevs, parent file)."""
-    ports = []
-    for device in sysfs.listdir("/sys/class/infiniband"):
-        base = f"/sys/class/infiniband/{device}"
-        bound = sysfs.read(f"{base}/parent") == ifname or device in sysfs.listdir(f"/sys/class/net/{ifname}/device/infiniband")
-        for port in sysfs.listdir(f"{base}/ports"):
-            gids = _gids(device, port)
-            if not (bound or any(g.ndev == ifname for g in gids)):
-                continue
-            ports.append(RdmaPort(device, int(port), sysfs.read(f"{base}/ports/{port}/state"),
-                                  sysfs.read(f"{base}/ports/{port}/phys_state"),
-                                  None, sysfs.read(f"{base}/ports/{port}/rate"),
-                                  tuple(g for g in gids if g.ndev in (None, ifname))))
-    return tuple(ports)
-
-
-def read_interfaces(names: list[str] | None = None) -> list[Interface]:
-    with IPRoute() as ipr:
-        links = {link.get("ifname"): link for link in ipr.get_links()}
-        addrs: dict[int, list[str]] = {}
-        for addr in ipr.get_addr():
-            addrs.setdefault(addr["index"], []).append(f"{addr.get('address')}/{addr['prefixlen']}")
-    if names:
-        unknown = [n for n in names if n not in links]
-        if unknown:
-            raise BadInput(f"--iface {unknown[0]}: no such interface (have: {', '.join(sorted(links))})")
-    else:
-        names = [n for n in links if n != "lo" and (rdma_ports_for(n) or sysfs.exists(f"/sys/class/net/{n}/device"))]
-    result = []
-    for name in names:
-        link = links[name]
-        speed = sysfs.read(f"/sys/class/net/{name}/speed")
-        speed_mbps = int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None
-        result.append(Interface(name, link.get("operstate"), link.get("mtu"), speed_mbps,
-                                tuple(addrs.get(link["index"], [])), rdma_ports_for(name)))
-    return result
 
 
 def route_interface(peer: str) -> str | None:
@@ -149,12 +56,7 @@ def probe_path_mtu(runner: Runner, peer: str, mtu: int, iface: str | None = None
 
 def qos_info(runner: Runner, iface: str) -> dict:
     """PFC/ECN/DSCP where the system exposes them; shown as information, never guessed."""
-    info: dict = {"tcp_ecn": sysfs.read("/proc/sys/net/ipv4/tcp_ecn")}
-    ecn_dir = f"/sys/class/net/{iface}/ecn"
-    if sysfs.exists(ecn_dir):
-        info["roce_ecn"] = {f"{kind}/{prio}": sysfs.read(f"{ecn_dir}/{kind}/enable/{prio}")
-                            for kind in sysfs.listdir(ecn_dir)
-                            for prio in sysfs.listdir(f"{ecn_dir}/{kind}/enable")}
+    info = netdev.ecn_settings(iface)
     if shutil.which("dcb") is None:
         info["pfc"] = "not read: the dcb tool (iproute2) is not installed"
         return info
