@@ -3,9 +3,10 @@
 
 Runs the rehearsal (it boots its own lab with N host guests), samples memory every second meanwhile, and
 prints: wall time, the lab's ready time (its state.json timings), peak memory used on the machine and peak
-RSS of the lab's QEMU processes, the rehearsal's exit code and G3's nodes. Run it alone (no other lab):
+RSS of the lab's QEMU processes, the rehearsal's exit code and G3's nodes. Run it with no other lab (or
+other heavy load) on the machine, so the wall time and memory are its own:
 
-    /work/tools/lab-solo scripts/bench_lab_hosts.py --hosts 8 [--soak 30s] [--json]
+    scripts/bench_lab_hosts.py --hosts 8 [--soak 30s] [--json]
 """
 
 from __future__ import annotations
