@@ -87,6 +87,34 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     assert lab.drive(0).present and lab.drive(0).serial in serials
 
 
+def test_a_load_still_running_at_its_limit_is_declared_hung_stopped_and_visible(lab, tmp_path, monkeypatch):
+    """The hung-load path (faults.overrun) on a real fio in the guest. A load that never ends cannot be
+    planted cheaply, so the load is made to outlive its plan instead: its fio runtime is 10 min longer
+    than the scenario (a test-only change of the argv) and the grace 5 s. The fio still running then is
+    the hung load: its processes and the kernel messages kept, stopped in the guest (TERM: fio still
+    writes its report and logs), the verdict visible, nothing left running."""
+    from fxprobe.faults import engine, overrun
+    from labcli import fx_here
+    planned = engine.load_argv
+
+    def outliving(*args, **kwargs):
+        return [f"--runtime={int(a.split('=')[1]) + 600}" if a.startswith("--runtime=") else a
+                for a in planned(*args, **kwargs)]
+    monkeypatch.setattr(engine, "load_argv", outliving)
+    monkeypatch.setattr(overrun, "GRACE_S", 5.0)
+    monkeypatch.setenv("FXPROBE_FAULT_JOURNAL", str(tmp_path / "fault-journal.json"))
+    code, result, err = fx_here(tmp_path, "fault", "run", str(scenario_file(tmp_path, "drive-pull", **FAST)),
+                                "--lab", lab.name)
+    reload_state(lab)
+    assert result is not None and "Traceback" not in err, err[-2000:]
+    assert result["verdict"] == "visible" and code == 1, result["criteria"]
+    assert "load ended by its planned end + grace" in result["failed_criteria"], result["failed_criteria"]
+    hung = result["load_hung"]
+    assert hung["stopped"].startswith("hung fio on lab") and hung["ended"], hung
+    assert "fio" not in lab.exec(lab.hosts[0], ["pgrep", "-a", "fio"], timeout=60).stdout
+    assert lab.drive(0).present and not (tmp_path / "fault-journal.json").exists()
+
+
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
     # 5 flap periods (the shipped scenario flaps for a minute; the suite's half-minute shows the same)
     scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 30,

@@ -56,8 +56,11 @@ def test_raid6_pull_through_the_hook_is_invisible_and_its_calls_are_recorded(lab
 
 def test_raid0_twin_pull_through_the_hook_is_visible(lab, tmp_path):
     code, result, calls = run_fault(lab, tmp_path, scenario(tmp_path, "drive-pull-raid0"), "--allow-visible")
-    assert result["verdict"] == "visible" and code == 1
-    assert result["impact"]["errors"] > 0
+    assert result["verdict"] == "visible" and code == 1, result["criteria"]
+    if result.get("load_hung"):    # the raid0 load hung past its end (once in CI): visible by the hang itself
+        assert "load ended by its planned end + grace" in result["failed_criteria"], result["load_hung"]
+    else:
+        assert result["impact"]["errors"] > 0
     assert any(r["argv"][1] == "drive-pull" for r in calls) and any(r["argv"][1] == "drive-restore" for r in calls)
     assert "twin" not in [e.name for e in lab.state.exports] and all(d.present for d in lab.state.drives)
 

@@ -173,6 +173,16 @@ class Background:
                 self.process.wait(timeout=timeout)
         return self.finish()
 
+    def ended_within(self, timeout: float) -> bool:
+        """Whether the process ends within ``timeout`` s; nothing is stopped either way."""
+        if self.process is None:
+            return True
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def wait(self, timeout: float) -> int | None:
         if self.process is None:
             return None

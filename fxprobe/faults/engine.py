@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
-from fxprobe.faults import analysis, labprep, methods, orphans, plot, timeline
+from fxprobe.faults import analysis, labprep, methods, orphans, overrun, plot, timeline
 from fxprobe.faults import verify as verify_mod
 from fxprobe.faults.completions import Completions
 from fxprobe.faults.journal import Journal
@@ -266,6 +266,7 @@ class FaultRun:
         self.flaps: list[tuple[float, bool]] = []
         self.deleted_t: float | None = None
         self.fio = self.load = None                    # the load and its orphan record (faults.orphans)
+        self.overrun: overrun.Overrun | None = None    # the load hung past its planned end (faults.overrun)
         self.watch = LoadWatch(options.status)         # the live status line and metrics of the load
 
     def remember(self, record: dict) -> None:
@@ -348,14 +349,18 @@ class FaultRun:
     def collect(self) -> None:
         """Let the load finish; fetch its logs, the events and the samples onto one clock."""
         scenario, runner, site = self.scenario, self.runner, self.site
-        self.fio.wait(timeout=scenario.timing["recover_s"] + scenario.total_s + 120)
+        nodes = {self.env.load_host: site.host, "array": site.array_host} if self.env.lab is not None \
+            else {"local": LOCAL}
+        self.overrun = overrun.wait_or_declare_hung(self.fio, self.load_started + scenario.total_s + 2, runner,
+                                                    site.host, nodes, lambda: orphans.stop_now(self.load, runner),
+                                                    self.say)
         local = site.stop_sampling()
         for bg in self.background:
             bg.stop(timeout=5)
         self.fio_out, self.fio_err = self.fio.output()
         self.verified = self.read_back()
         early = verify_mod.ended_early(self.vplan, analysis.load_runtime_ms(self.fio_out), scenario.total_s + 2)
-        if early:
+        if early and self.overrun is None:
             raise ToolError(early, hint=f"see {self.run.raw}")
         self.logs = _fetch_logs(runner, site.host, self.log_dir, self.run)
         runner.run(["rm", "-rf", self.log_dir], timeout=30, host=site.host, label="logdir-rm")
@@ -376,7 +381,9 @@ class FaultRun:
         vplan, site, runner = self.vplan, self.site, self.runner
         passes = [verify_mod.make_pass("load", analysis.last_json(self.fio_out), self.fio_err)] if vplan.enabled else []
         problems: list[str] = []
-        if vplan.enabled and vplan.writes:
+        if vplan.enabled and self.overrun is not None:
+            problems.append("the load hung: no read-back (it would wait on the same I/O)")
+        elif vplan.enabled and vplan.writes:
             back = runner.run(verify_mod.readback_argv(vplan, site.device), timeout=1800, host=site.host,
                               label="fio-readback")
             passes.append(verify_mod.make_pass("read-back after restore", analysis.last_json(back.stdout), back.stderr))
@@ -417,6 +424,8 @@ class FaultRun:
         scenario, log_msec = self.scenario, self.scenario.load["log_msec"]
         done = Completions.from_logs(self.logs["clat"])
         iops, bw = done.windows(log_msec)
+        if iops.empty and self.overrun is not None:
+            return self.hung_results()
         if iops.empty:
             raise ToolError(f"the load completed no I/O: {(self.fio_err.strip().splitlines() or ['?'])[-1]}",
                             hint=f"see {self.run.raw}")
@@ -428,12 +437,28 @@ class FaultRun:
                                   min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done,
                                   planned_s=int(round(scenario.total_s + 2)))
         criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(self.verified)]
+        if self.overrun is not None:
+            criteria.append(self.overrun.criterion())
         link_advice = None
         if scenario.kind in LINK_KINDS:
             link_advice = advice_mod.advise(self.site.timeouts, impact.longest_stall_s, self.site.live_count(),
                                             scenario.kind)
         png = self.plot(iops, impact, analysis.verdict_word(criteria))
         return self.results(impact, criteria, link_advice, png)
+
+    def hung_results(self) -> dict:
+        """The load hung and logged no completion: the hang is the verdict (visible), the rest is not measured."""
+        errors, first = analysis.fio_errors(self.fio_out)
+        none = dict.fromkeys(("end_ms", "baseline_iops", "window_iops", "baseline_bw_kib", "window_bw_kib",
+                              "throughput_pct", "longest_stall_s", "stall_start_ms", "baseline_p99_ns",
+                              "window_p99_ns", "p99_ratio", "recover_s", "first_affected_ms"))
+        impact = analysis.Impact(log_msec=self.scenario.load["log_msec"], inject_ms=self.to_node_ms(self.inject_t),
+                                 restore_ms=self.to_node_ms(self.restore_t), errors=errors, first_error=first,
+                                 source="no completion log: the load hung and was stopped", **none)
+        self.load_start_ms = None
+        criteria = analysis.criteria(impact, self.scenario.criteria) + [verify_mod.criterion(self.verified),
+                                                                         self.overrun.criterion()]
+        return self.results(impact, criteria, None, None)
 
     def plot(self, iops, impact, word: str):
         log_msec, method = self.scenario.load["log_msec"], self.method
@@ -471,7 +496,8 @@ class FaultRun:
                          "events": self.events, "actions": [{"t": t, "text": text} for t, text in self.env.events]},
             "live_paths_before": len(self.site.live), "timeouts": self.site.timeouts,
             "advice": link_advice.to_dict() if link_advice else None,
-            "restore_log": self.restore_log, "png": str(png), "fio_stderr_tail": self.fio_err[-2000:],
+            "restore_log": self.restore_log, "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
+            "load_hung": self.overrun.to_dict() if self.overrun else None,
             "load_started_local": self.load_started,
         }
 

@@ -40,6 +40,16 @@ def stop(load: dict, runner) -> dict:
     return procs.stop_load(load["argv"], load.get("pid"))
 
 
+def stop_now(load: dict | None, runner) -> str:
+    """Stop a load of this run where it runs (it hung); one line: what was found and stopped."""
+    if load is None:
+        return "no load recorded to stop"
+    try:
+        return procs.describe(load, stop(load, runner), "hung")
+    except FxprobeError as exc:
+        return f"could not stop the load on {load.get('where')}: {exc}"
+
+
 def owner_alive(entry: dict) -> bool:
     return procs.alive(entry.get("pid"), entry.get("owner_started"))
 

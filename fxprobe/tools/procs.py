@@ -122,17 +122,17 @@ def stop_load_on(runner: "Runner", host, command: list[str]) -> dict:
     return parse_stop(result.stdout)
 
 
-def describe(load: dict, result: dict) -> str:
-    """One line: what was found and stopped of a recorded load."""
+def describe(load: dict, result: dict, kind: str = "orphaned") -> str:
+    """One line: what was found and stopped of a recorded load (``kind``: "orphaned", "hung")."""
     where = load.get("where") or "this host"
     name = (load.get("argv") or ["?"])[0]
     if result["found"]:
-        text = (f"orphaned {name} on {where} stopped (pid {load.get('pid')}, "
+        text = (f"{kind} {name} on {where} stopped (pid {load.get('pid')}, "
                 f"{len(result['stopped'])} process(es): {', '.join(map(str, result['stopped']))})")
         return text + (f"; STILL RUNNING: {', '.join(map(str, result['left']))}" if result["left"] else "")
     if result.get("pid_runs_it") is False:
-        return f"no orphaned {name} on {where}: pid {load.get('pid')} now runs another program (left alone)"
-    return f"no orphaned {name} on {where} (pid {load.get('pid')} had ended)"
+        return f"no {kind} {name} on {where}: pid {load.get('pid')} now runs another program (left alone)"
+    return f"no {kind} {name} on {where} (pid {load.get('pid')} had ended)"
 
 
 def main(args: list[str]) -> int:

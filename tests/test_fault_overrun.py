@@ -1,0 +1,41 @@
+"""A load that outlives its planned end is declared hung (faults.overrun): a real process stands for it."""
+
+from __future__ import annotations
+
+import time
+
+from fxprobe.core.hosts import LOCAL
+from fxprobe.core.runner import Runner
+from fxprobe.core.verdict import Outcome
+from fxprobe.faults import overrun
+
+
+def test_a_load_that_ends_in_time_is_not_hung():
+    runner = Runner()
+    load = runner.start(["sleep", "0.2"], label="load")
+    assert overrun.wait_or_declare_hung(load, time.time(), runner, LOCAL,
+                                        {}, lambda: "not called") is None
+
+
+def test_a_load_past_its_planned_end_plus_grace_is_stopped_and_fails_the_verdict(monkeypatch, tmp_path):
+    monkeypatch.setattr(overrun, "GRACE_S", 0.5)
+    monkeypatch.setattr(overrun, "STOP_WAIT_S", 5.0)
+    runner, said = Runner(), []
+    load = runner.start(["sleep", "600"], label="load")
+    began = time.monotonic()
+    hung = overrun.wait_or_declare_hung(load, time.time(), runner, LOCAL, {"local": LOCAL},
+                                        lambda: (load.stop(timeout=5), "stopped by the test")[1], said.append)
+    assert hung is not None and hung.ended and not load.alive()
+    assert time.monotonic() - began < 10
+    assert 0.5 <= hung.waited_s < 5 and hung.stopped == "stopped by the test"
+    assert "local" in hung.kernel          # dmesg may be refused here: then its failure is the evidence
+    item = hung.criterion()
+    assert item.outcome == Outcome.FAIL and item.name == "load ended by its planned end + grace"
+    assert "still running" in item.line() and "grace 0.5 s" in item.line()
+    assert said[0].startswith("the load is still running")
+
+
+def test_parse_ps_keeps_pid_state_and_wait_channel():
+    text = "  4121 Ssl  hrtimer_nanosleep               fio\n  4130 Ds   io_schedule                     fio\n"
+    assert overrun.parse_ps(text) == "4121 Ssl hrtimer_nanosleep, 4130 Ds io_schedule"
+    assert overrun.parse_ps("") == ""
