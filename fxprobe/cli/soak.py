@@ -53,9 +53,11 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
         if duration is not None and duration != config.planned_s:
             raise BadInput(f"--duration {duration:g} s differs from the resumed soak's {config.planned_s:g} s",
                            hint="leave it out: --resume takes it from the run")
+        # before anything slow: the fio of a crashed soak is still loading the target
+        orphan = soak_lib.kill_orphan(state.get("fio") or {})
         app.resume_run(run, "soak")
         summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state,
-                                status=_status(app, config, metrics)).resume()
+                                status=_status(app, config, metrics)).resume(orphan)
     else:
         if not profile:
             raise BadInput("give a PROFILE to run (fxprobe profile list), or --resume RUNDIR")

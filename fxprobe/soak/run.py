@@ -212,9 +212,11 @@ class Soak:
                         output_format="json", label="fio-layout")
         return self._loop(0.0)
 
-    def resume(self) -> SoakSummary:
+    def resume(self, orphan: str | None = None) -> SoakSummary:
+        """Go on after a crash or kill; ``orphan`` is what kill_orphan said when the caller already ran it."""
         path = self.run.path / RECORDS
-        orphan = kill_orphan(self.state.get("fio") or {})
+        if orphan is None:
+            orphan = kill_orphan(self.state.get("fio") or {})
         repair_tail(path)
         records = load_records(path)
         done = summarize(records)

@@ -13,10 +13,11 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:     # imported where a log is parsed: a soak or fault run starts without them
+    import numpy as np
+    import pandas as pd
 
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
@@ -352,6 +353,7 @@ EPOCH_MS_THRESHOLD = 10**12  # 2001-09-09: smaller values are ms since the job s
 
 
 def _read_csv(log: str | os.PathLike, source: str) -> pd.DataFrame:
+    import pandas as pd
     handle = io.StringIO(log) if isinstance(log, str) else log
     try:
         frame = pd.read_csv(handle, header=None, skipinitialspace=True, engine="c",
@@ -367,6 +369,8 @@ def _read_csv(log: str | os.PathLike, source: str) -> pd.DataFrame:
 
 def _numeric(frame: pd.DataFrame, source: str, names: Sequence[str]) -> pd.DataFrame:
     """Every cell a finite number within int64 range, else ParseError naming the column and line."""
+    import numpy as np
+    import pandas as pd
     raw = {}
     for column in frame.columns:
         if not pd.api.types.is_numeric_dtype(frame[column]):
@@ -446,6 +450,7 @@ def parse_fio_hist_log(log: str | os.PathLike, source: str | None = None) -> Fio
             break
     else:
         raise ParseError(source, "bins", f"{frame.shape[1]} fields per line fit no fio histogram layout")
+    import numpy as np
     names = ["time_ms", "ddir", "bs", "prio"][:prefix] + [f"bin{i}" for i in range(frame.shape[1] - prefix)]
     frame = _numeric(frame, source, names)
     values = frame.to_numpy(dtype=np.float64)
