@@ -224,7 +224,7 @@ def test_resume_after_the_planned_time_marks_the_gap_and_closes_open_interruptio
     (run.path / soak.STATE).write_text(json.dumps(state))
     (run.path / "commands.jsonl").write_text("")
     loaded_run, loaded = soak.load_state(run.path)
-    summary = soak.Soak(loaded_run, None, soak.SoakConfig.from_dict(loaded["config"]), state=loaded).resume()
+    summary = soak.Soak(loaded_run, None, soak.SoakConfig.from_dict(loaded["config"]), state=loaded).resume(soak.kill_orphan(loaded["fio"]))
     assert summary.completed and summary.samples == 10 and summary.duration_s == 10.0 and summary.resumes == 1
     lost, gap = summary.interruptions
     assert lost.kind == "path-lost" and lost.end is not None and "end not observed" in lost.detail

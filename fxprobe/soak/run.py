@@ -212,11 +212,10 @@ class Soak:
                         output_format="json", label="fio-layout")
         return self._loop(0.0)
 
-    def resume(self, orphan: str | None = None) -> SoakSummary:
-        """Go on after a crash or kill; ``orphan`` is what kill_orphan said when the caller already ran it."""
+    def resume(self, orphan: str) -> SoakSummary:
+        """Go on after a crash or kill; ``orphan`` is what kill_orphan said (the caller runs it first of all:
+        the crashed soak's fio is still loading the target)."""
         path = self.run.path / RECORDS
-        if orphan is None:
-            orphan = kill_orphan(self.state.get("fio") or {})
         repair_tail(path)
         records = load_records(path)
         done = summarize(records)

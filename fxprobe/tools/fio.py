@@ -442,6 +442,7 @@ class FioHistLog:
 
 def parse_fio_hist_log(log: str | os.PathLike, source: str | None = None) -> FioHistLog:
     """Parse a clat hist log: time_ms, ddir, bs[, prio], then PLAT_NR >> coarseness bin counts."""
+    import numpy as np
     source = source or (Path(log).name if not isinstance(log, str) else "fio hist log")
     frame = _read_csv(log, source)
     sizes = {PLAT_NR >> c: c for c in range(0, 7)}
@@ -450,7 +451,6 @@ def parse_fio_hist_log(log: str | os.PathLike, source: str | None = None) -> Fio
             break
     else:
         raise ParseError(source, "bins", f"{frame.shape[1]} fields per line fit no fio histogram layout")
-    import numpy as np
     names = ["time_ms", "ddir", "bs", "prio"][:prefix] + [f"bin{i}" for i in range(frame.shape[1] - prefix)]
     frame = _numeric(frame, source, names)
     values = frame.to_numpy(dtype=np.float64)
