@@ -39,3 +39,23 @@ def test_parse_ps_keeps_pid_state_and_wait_channel():
     text = "  4121 Ssl  hrtimer_nanosleep               fio\n  4130 Ds   io_schedule                     fio\n"
     assert overrun.parse_ps(text) == "4121 Ssl hrtimer_nanosleep, 4130 Ds io_schedule"
     assert overrun.parse_ps("") == ""
+
+
+def test_a_load_silent_before_the_fault_is_an_error_that_keeps_what_it_waited_on(tmp_path):
+    """Before any fault (CI once: a fresh twin's fio never reported in 180 s), there is no verdict to give:
+    the error carries the load's processes and kernel messages, each command kept as evidence."""
+    from fxprobe.core.rundir import RunDir
+    from fxprobe.faults import engine
+    run = RunDir.create(tmp_path, "fault-run")
+    runner = Runner(run)
+    load = runner.start(["sleep", "600"], label="load")
+    try:
+        assert engine.wait_first_status(load, 0.3) is None
+        processes, kernel = overrun.hang_evidence(runner, LOCAL, {"local": LOCAL}, "load-silent")
+    finally:
+        load.stop(timeout=5)
+    line = overrun.silent_load_line(180, processes, kernel)
+    assert line.startswith("the load did not report within 180 s, before any fault was injected (no verdict")
+    assert "local kernel: " in line      # dmesg's lines, or its refusal here: either is the evidence
+    labels = (run.path / "commands.jsonl").read_text()
+    assert "load-silent-ps" in labels and "load-silent-dmesg-local" in labels

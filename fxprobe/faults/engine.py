@@ -31,6 +31,7 @@ from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
 from fxprobe.host.safety import TargetCheck, check_load_target
 
+FIRST_REPORT_S = 180.0     # for the load's first status report (the device opened, I/O completing) before the fault
 
 
 @dataclass
@@ -314,7 +315,12 @@ class FaultRun:
         wait_started(self.fio, 120)
         self.load = orphans.record_load(self.journal, self.entry_id, self.env.lab, self.env.load_host,
                                         orphans.start_line_pid(self.fio), argv, scenario.name, str(self.run.path))
-        self.load_started = wait_first_status(self.fio, 180)
+        started = wait_first_status(self.fio, FIRST_REPORT_S)
+        if started is None:     # I/O that never completes before the fault: keep what it waits on, then say so
+            processes, kernel = overrun.hang_evidence(runner, site.host, self.hang_nodes(), "load-silent")
+            raise ToolError(overrun.silent_load_line(FIRST_REPORT_S, processes, kernel),
+                            hint=f"see load-silent-* in {self.run.path / 'commands.jsonl'}")
+        self.load_started = started
         time.sleep(max(0.0, self.load_started + scenario.timing["steady_s"] - time.time()))
 
     def inject(self) -> None:
@@ -346,13 +352,17 @@ class FaultRun:
         self.undo.pop()
         self.journal.open(self.entry_id, self.scenario.name, self.undo, str(self.run.path))
 
+    def hang_nodes(self) -> dict:
+        """The nodes whose kernel messages a hung load keeps: the load's and the array's."""
+        if self.env.lab is None:
+            return {"local": LOCAL}
+        return {self.env.load_host: self.site.host, "array": self.site.array_host}
+
     def collect(self) -> None:
         """Let the load finish; fetch its logs, the events and the samples onto one clock."""
         scenario, runner, site = self.scenario, self.runner, self.site
-        nodes = {self.env.load_host: site.host, "array": site.array_host} if self.env.lab is not None \
-            else {"local": LOCAL}
         self.overrun = overrun.wait_or_declare_hung(self.fio, self.load_started + scenario.total_s + 2, runner,
-                                                    site.host, nodes, lambda: orphans.stop_now(self.load, runner),
+                                                    site.host, self.hang_nodes(), lambda: orphans.stop_now(self.load, runner),
                                                     self.say)
         local = site.stop_sampling()
         for bg in self.background:
@@ -565,9 +575,10 @@ def wait_started(background, timeout: float) -> float:
     raise ToolError(f"the load did not start within {timeout:.0f} s")
 
 
-def wait_first_status(background, timeout: float) -> float:
+def wait_first_status(background, timeout: float) -> float | None:
     """Local time the load really started: the first fio --status-interval dump whose job has run,
-    minus that runtime (opening the device and starting the job can take seconds on a slow node)."""
+    minus that runtime (opening the device and starting the job can take seconds on a slow node);
+    None when it has not reported within ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         now = time.time()
@@ -579,7 +590,7 @@ def wait_first_status(background, timeout: float) -> float:
         if not background.alive():
             raise ToolError("the load exited at once: " + (background.output()[1].strip().splitlines() or ["?"])[-1])
         time.sleep(0.1)
-    raise ToolError(f"the load did not report within {timeout:.0f} s")
+    return None
 
 
 def start_listeners(runner: Runner, lab, host, array_host, load_host: str, seconds: float, background: list,

@@ -48,6 +48,25 @@ def last_kernel_lines(text: str, count: int = KERNEL_LINES) -> list[str]:
     return [line.strip() for line in text.strip().splitlines() if line.strip()][-count:]
 
 
+def hang_evidence(runner, load_node, nodes: dict, label: str = "load-hung") -> tuple[str, dict]:
+    """What the load's processes wait on (``ps`` on ``load_node``) and each node's last kernel messages,
+    every command kept as evidence under ``label``-ps / ``label``-dmesg-<node>."""
+    ps = runner.run(["ps", "-o", "pid=,stat=,wchan:32=,comm=", "-C", "fio"], timeout=30, host=load_node,
+                    label=f"{label}-ps")
+    kernel = {}
+    for name, node in nodes.items():
+        dmesg = runner.run(["dmesg"], timeout=30, host=node, label=f"{label}-dmesg-{name}")
+        kernel[name] = last_kernel_lines(dmesg.stdout) if dmesg.ok else [dmesg.failure("dmesg")]
+    return parse_ps(ps.stdout), kernel
+
+
+def silent_load_line(timeout: float, processes: str, kernel: dict) -> str:
+    """The error of a load that never reported before the fault: no verdict, but what it waited on."""
+    text = (f"the load did not report within {timeout:.0f} s, before any fault was injected (no verdict: "
+            f"the system did not reach a steady state); processes: {processes or 'none listed'}")
+    return text + "".join(f"; {node} kernel: {' | '.join(lines)}" for node, lines in kernel.items() if lines)
+
+
 def wait_or_declare_hung(load, planned_end: float, runner, load_node, nodes: dict, stop, say=print) -> Overrun | None:
     """Wait for ``load`` (a Background) until ``planned_end`` (epoch s) + GRACE_S; None when it ended by then.
     Else keep the evidence, ``stop()`` it where it runs (returns one line), wait STOP_WAIT_S for it, say so.
@@ -57,12 +76,7 @@ def wait_or_declare_hung(load, planned_end: float, runner, load_node, nodes: dic
         return None
     waited = time.time() - planned_end
     say(f"the load is still running {waited:.0f} s after its planned end: keeping what it waits on, then stopping it")
-    ps = runner.run(["ps", "-o", "pid=,stat=,wchan:32=,comm=", "-C", "fio"], timeout=30, host=load_node,
-                    label="load-hung-ps")
-    kernel = {}
-    for name, node in nodes.items():
-        dmesg = runner.run(["dmesg"], timeout=30, host=node, label=f"load-hung-dmesg-{name}")
-        kernel[name] = last_kernel_lines(dmesg.stdout) if dmesg.ok else [dmesg.failure("dmesg")]
+    processes, kernel = hang_evidence(runner, load_node, nodes)
     started = time.monotonic()
     stopped = stop()
     ended = load.ended_within(STOP_WAIT_S)
@@ -70,5 +84,5 @@ def wait_or_declare_hung(load, planned_end: float, runner, load_node, nodes: dic
         load.stop(timeout=5)
         stopped += f"; its local end stopped after {time.monotonic() - started:.0f} s"
     say(f"load stopped: {stopped}")
-    return Overrun(waited_s=waited, processes=parse_ps(ps.stdout), kernel=kernel,
+    return Overrun(waited_s=waited, processes=processes, kernel=kernel,
                    stopped=stopped, ended=ended)
