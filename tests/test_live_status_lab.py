@@ -3,7 +3,7 @@
 ``fxprobe fault run link-down --lab`` runs with its stderr on a pty (python's pty module, no tmux
 needed): the rich line must show the phase, the % done and the ETA as the run goes, and the fault
 must appear within seconds of its injection. The off-terminal half (one plain line per interval)
-is checked on a real soak in tests/test_live_metrics_lab.py and without the lab in
+is checked on a real soak in tests/test_soak_lab.py and without the lab in
 tests/test_live_status.py.
 """
 

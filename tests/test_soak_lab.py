@@ -1,10 +1,14 @@
-"""A soak in the lab with a link cut in the middle records the interruption (issue 8, Must-show 1).
+"""A soak in the lab with a link cut in the middle records the interruption (issue 8, Must-show 1), and a
+real Prometheus scraping its --metrics-port sees the cut (issue 16, Must-show 1): one soak for both.
 
-``fxprobe soak`` runs inside host1 (2 NVMe/TCP paths to the array); half-way through, the link
-that carries the I/O is cut for 25 s and restored. The CI version lasts 75 s; the 10-minute
-version is run by hand with FXPROBE_SOAK_LAB_S=600 FXPROBE_SOAK_LAB_CUT_S=30 (its run folder is kept
-in the test's tmp_path). FXPROBE_TEST_LAB=<name> runs it in a lab
-that is already up (any lab whose host1 has 2 links).
+``fxprobe soak --metrics-port`` runs inside host1 (2 NVMe/TCP paths to the array), its port forwarded
+to loopback here; half-way through, the link that carries the I/O is cut for 25 s and restored.
+Prometheus (Debian's package, installed by scripts/setup) runs on a loopback port with a temporary
+config and storage. Its HTTP API must then hold the bandwidth series and a path-lost interruption
+counter that went from 0 to at least 1 during the cut. The soak's stderr is not a terminal: it must
+print at most one status line per interval. The CI version lasts 75 s; the 10-minute version is run
+by hand with FXPROBE_SOAK_LAB_S=600 FXPROBE_SOAK_LAB_CUT_S=30 (its run folder is kept in the test's
+tmp_path). FXPROBE_TEST_LAB=<name> runs it in a lab that is already up (any lab whose host1 has 2 links).
 """
 
 from __future__ import annotations
@@ -12,11 +16,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
+import socket
+import subprocess
 import time
+import urllib.parse
+import urllib.request
 
 import pytest
 
 from fxprobe.core.runner import Runner
+from fxprobe.lab.forward import forwarded
 
 pytestmark = pytest.mark.lab
 
@@ -25,6 +35,7 @@ SOAK_S = int(os.environ.get("FXPROBE_SOAK_LAB_S", "75"))
 STALL_S = 5
 CUT_S = int(os.environ.get("FXPROBE_SOAK_LAB_CUT_S", "25"))
 HOST = "host1"
+GUEST_PORT = 9464
 
 
 def when(text: str) -> float:
@@ -63,39 +74,100 @@ def busiest_link(lab) -> int:
     return max(second, key=lambda n: second[n] - first[n])
 
 
-def test_soak_with_a_link_cut_in_the_middle_records_the_interruption(lab, tmp_path):
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def query(port: int, path: str, **params) -> dict:
+    url = f"http://127.0.0.1:{port}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+    reply = json.loads(urllib.request.urlopen(url, timeout=10).read())
+    assert reply["status"] == "success", reply
+    return reply["data"]
+
+
+@pytest.fixture
+def prometheus(tmp_path):
+    """A Prometheus on 127.0.0.1 scraping what the test writes to its file_sd targets file every second
+    (started, not yet waited for: it gets ready while the soak starts in the guest)."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.skip("prometheus is not installed (scripts/setup installs Debian's package)")
+    targets = tmp_path / "targets.json"
+    targets.write_text("[]")
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n"
+                      "  - job_name: fxprobe\n    file_sd_configs:\n"
+                      f"      - files: ['{targets}']\n        refresh_interval: 1s\n")
+    port = free_port()
+    process = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                                f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                               stderr=open(tmp_path / "prometheus.log", "w"), start_new_session=True)
+    def ready():
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
+        except OSError:
+            return False
+    try:
+        yield port, targets, ready
+    finally:
+        process.terminate()          # its storage is a temp folder: no need to wait for a clean shutdown
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(lab, tmp_path, prometheus):
+    prom_port, targets, ready = prometheus
+    t0 = time.time()
+    say = lambda text: print(f"[{time.time() - t0:5.1f} s] {text}")
     assert len(lab.links(HOST)) == 2, "the cut must be survivable: 2 links"
     device, serial = main_namespace(lab)
     # the guest reads this tree over 9p with a loose cache: drop it so the guest runs the current code
     lab.exec(HOST, ["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], timeout=60, check=True)
     name = f"soak-{os.getpid()}"
     guest_dir, host_dir = f"/fxlab/runs/{name}", lab.folder / HOST / "runs" / name
-    argv = ["fxprobe", "--json", "--run-dir", guest_dir, "soak", "small-file-dataset", "--duration", f"{SOAK_S}s",
-            "--target", device, "--allow-serial", serial, "--size", "16M", "--stall", str(STALL_S),
-            "--sample", "5"]
-    soak = Runner().start(argv, host=lab.guest(HOST), stdout_path=tmp_path / "soak.out",
-                          stderr_path=tmp_path / "soak.err")
+    argv = lab.python("fxprobe.cli.main", "--run-dir", guest_dir, "soak", "small-file-dataset", "--duration",
+                      f"{SOAK_S}s", "--target", device, "--allow-serial", serial, "--size", "16M",
+                      "--stall", str(STALL_S), "--sample", "5", "--metrics-port", str(GUEST_PORT))
     records = host_dir / "soak.jsonl"
     cut = restored = None
-    try:
-        wait_for(lambda: records.exists() and '"type":"segment"' in records.read_text(), 600,
-                 "the soak load to start")
-        started = time.time()
-        link = busiest_link(lab)
-        time.sleep(max(0.0, SOAK_S / 2 - CUT_S / 2 - (time.time() - started)))
-        cut = lab.link_down(link, HOST)
+    with forwarded(lab, HOST, GUEST_PORT) as rule:
+        targets.write_text(json.dumps([{"targets": [f"{rule.host_address}:{rule.host_port}"],
+                                        "labels": {"lab": lab.name}}]))
+        began = time.time()
+        soak = Runner().start(argv, host=lab.guest(HOST), stdout_path=tmp_path / "soak.out",
+                              stderr_path=tmp_path / "soak.err")
         try:
-            time.sleep(CUT_S)
+            wait_for(ready, 60, "prometheus to be ready", step=0.5)
+            # the exporter listens from the command's start: the counter's 0 is scraped during the layout
+            wait_for(lambda: query(prom_port, "query", query="fxprobe_interruptions_total")["result"], 120,
+                     "prometheus to scrape the soak", step=0.5)
+            wait_for(lambda: records.exists() and '"type":"segment"' in records.read_text(), 600,
+                     "the soak load to start", step=0.5)
+            started = time.time()
+            link = busiest_link(lab)
+            time.sleep(max(0.0, SOAK_S / 2 - CUT_S / 2 - (time.time() - started)))
+            say(f"cutting link {link} (it carries the I/O) for {CUT_S} s")
+            cut = lab.link_down(link, HOST)
+            try:
+                time.sleep(CUT_S)
+            finally:
+                restored = lab.link_up(link, HOST)
+            code = soak.wait(timeout=SOAK_S * 4 + 300)
+            wall = time.time() - began
+            say("soak ended")
         finally:
-            restored = lab.link_up(link, HOST)
-        code = soak.wait(timeout=SOAK_S * 4 + 300)
-    finally:
-        if soak.alive():
-            soak.stop()
-        lab.wait_paths(HOST, lab.spec.subsystem_nqn, len(lab.links(HOST)), timeout=180)
+            if soak.alive():
+                soak.stop()
+            lab.wait_paths(HOST, lab.spec.subsystem_nqn, len(lab.links(HOST)), timeout=180)
+            say("both paths live again")
 
     out, err = soak.output()
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err[-2000:]
     results = json.loads((host_dir / "results.json").read_text())
     assert code == 1 and results["outcome"] == "fail", err[-2000:]
     assert results["samples"] > 10 and results["duration_s"] >= SOAK_S - 3
@@ -116,3 +188,28 @@ def test_soak_with_a_link_cut_in_the_middle_records_the_interruption(lab, tmp_pa
     criteria = {c["name"]: c for c in results["verdict"]["criteria"]}
     assert criteria["interruptions"]["measured"] == len(results["interruptions"])
     assert f"stall limit {STALL_S} s" in criteria["interruptions"]["detail"]
+
+    # Prometheus: the bandwidth series, as a dashboard reads it
+    end, start = time.time(), cut_at - 30
+    series = query(prom_port, "query_range", query='fxprobe_bandwidth_bytes_per_second{command="soak"}',
+                   start=start, end=end, step=1)["result"]
+    assert series and series[0]["metric"]["node"] == "local" and series[0]["metric"]["lab"] == lab.name
+    values = [float(v) for _, v in series[0]["values"]]
+    assert len(values) >= 2 and max(values) > 0, values     # a TCG guest at load 20 reports seldom
+    # the interruption counter: 0 before the cut, >= 1 after it, and it went up between cut and restore + 15 s
+    counter = query(prom_port, "query_range", query='fxprobe_interruptions_total{kind="path-lost"}',
+                    start=start, end=end, step=1)["result"]
+    points = [(float(t), float(v)) for t, v in counter[0]["values"]]
+    before = [v for t, v in points if t < cut_at]
+    after = [v for t, v in points if t > up_at + 1]
+    assert before and max(before) == 0, points
+    assert after and after[-1] >= 1, points
+    rise = next(t for t, v in points if v >= 1)
+    assert cut_at <= rise <= up_at + 15, (rise, cut, restored)
+    increase = query(prom_port, "query", query='increase(fxprobe_interruptions_total{kind="path-lost"}[5m])',
+                     time=end)["result"]
+    assert increase and float(increase[0]["value"][1]) > 0
+    # off a terminal: at most one status line per interval (1 s for this soak), plus the last state
+    lines = [line for line in err.splitlines() if line.startswith("soak: ")]
+    assert lines and len(lines) <= wall / 1.0 + 1, (len(lines), wall)
+    assert any("% ETA" in line and "MB/s" in line and "interruptions: path-lost 1" in line for line in lines), lines
