@@ -25,6 +25,14 @@ SESSION_RAID_DRIVES = 20
 SESSION_DRIVE_MB = 128   # small drives: a re-added drive's md recovery takes ~1 min under TCG
 
 
+def pytest_collection_modifyitems(items):
+    """A test that takes the ``lab`` fixture is a lab test, marked or not: scripts/test runs the tests
+    without the lab on two workers and must never boot a lab (or load the machine) beside the lab tests."""
+    for item in items:
+        if "lab" in getattr(item, "fixturenames", ()) and item.get_closest_marker("lab") is None:
+            item.add_marker(pytest.mark.lab)
+
+
 def lab_required() -> bool:
     return os.environ.get("FXPROBE_REQUIRE_LAB") == "1"
 

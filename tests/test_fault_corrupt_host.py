@@ -12,6 +12,8 @@ import pytest
 
 from fxprobe.tools.fio import parse_fio_verify_errors
 
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
+
 FIXTURES = Path(__file__).parent / "fixtures" / "fio-verify"
 
 

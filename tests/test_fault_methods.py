@@ -252,6 +252,7 @@ def loop_device(tmp_path):
     subprocess.run(["losetup", "-d", done.stdout.strip()], check=False)
 
 
+@pytest.mark.alone   # its verdict judges throughput measured here: run alone
 def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, veth, loop_device):
     """The whole host path for real: netlink fault, fio load on a loop device, logs, verdict, PNG."""
     scenario = tmp_path / "veth-cut.toml"

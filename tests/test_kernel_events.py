@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
 from fxprobe.tools import kernel_events
+
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
 
 FIXTURES = Path(__file__).parent / "fixtures" / "netlink"
 

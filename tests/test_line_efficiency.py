@@ -11,6 +11,8 @@ from fxprobe.network import roce
 from fxprobe.cli.main import main
 from netns import VethPair, require_netns
 
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
+
 
 def test_100gbe_arithmetic():
     assert roce.line_efficiency(83e9, 100e9) == pytest.approx(0.83)

@@ -19,6 +19,8 @@ from fxprobe.soak.stream import JsonStream
 from fxprobe.tools import fio
 from fxprobe.tools.fio_status import LiveFio, interval_figures, parse_status_totals
 
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
+
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 
 

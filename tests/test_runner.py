@@ -9,6 +9,8 @@ from fxprobe.core.hosts import SshHost
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
+
 
 @pytest.fixture
 def run(tmp_path):

@@ -12,8 +12,11 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from fxprobe import soak
+
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
 
 
 def cli(*args):

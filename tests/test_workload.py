@@ -23,7 +23,8 @@ from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
 from fxprobe.workload.run import Node, plan_run, run_profile, spread, steady_state
 
-pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+pytestmark = [pytest.mark.alone,   # its verdicts measure time/throughput here: run alone
+              pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 
 SMALL = dict(runtime=1.5, ramp=0.5, max_bytes=48 << 20)
 

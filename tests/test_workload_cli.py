@@ -16,6 +16,8 @@ import pytest
 
 from fxprobe.cli.main import main
 
+pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
+
 
 @dataclass
 class Done:

@@ -15,9 +15,10 @@ from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
 from fxprobe.workload.run import run_profile
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.alone,   # its verdicts measure time/throughput here: run alone
+              pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("losetup") or not shutil.which("fio") or not os.path.exists("/dev/loop-control"),
-    reason="needs root, losetup, fio and /dev/loop-control")
+    reason="needs root, losetup, fio and /dev/loop-control")]
 
 
 def digest(path: Path) -> str:
