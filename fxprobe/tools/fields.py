@@ -116,6 +116,48 @@ def opt(mapping: dict, key: str, convert, source: str, field: str, default: Any 
     return convert(value, source, field)
 
 
+class Fields:
+    """One JSON object of a tool's output, its fields read with their place named (``where.key``): the source
+    and the place are said once here, not again at every field."""
+
+    __slots__ = ("data", "source", "where")
+
+    def __init__(self, raw: Any, source: str, where: str = ""):
+        self.data = obj(raw, source, where or "(top level)")
+        self.source, self.where = source, where
+
+    def at(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def need(self, key: str, convert=text) -> Any:
+        """convert(data[key]); a missing key is a ParseError naming it."""
+        return convert(get(self.data, key, self.source, self.at(key)), self.source, self.at(key))
+
+    def opt(self, key: str, convert, default: Any = None) -> Any:
+        return opt(self.data, key, convert, self.source, self.at(key), default)
+
+    def text(self, key: str, default: str = "") -> str:
+        return self.opt(key, text, default)
+
+    def int(self, key: str, default: Any = None) -> Any:
+        return self.opt(key, integer, default)
+
+    def number(self, key: str, default: Any = 0.0) -> Any:
+        return self.opt(key, number, default)
+
+    def each(self, key: str, parse, *, required: bool = False) -> tuple:
+        """parse(item, source, where) for every item of the array under ``key`` (absent: none, or an error
+        when ``required``)."""
+        items = arr(get(self.data, key, self.source, self.at(key), MISSING if required else []),
+                    self.source, self.at(key))
+        return tuple(parse(item, self.source, f"{self.at(key)}[{i}]") for i, item in enumerate(items))
+
+    def sub(self, key: str, *, required: bool = False) -> "Fields":
+        """The object under ``key`` (absent: an empty one, or an error when ``required``)."""
+        return Fields(get(self.data, key, self.source, self.at(key), MISSING if required else {}), self.source,
+                      self.at(key))
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"

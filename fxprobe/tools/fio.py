@@ -23,8 +23,8 @@ from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Runner
-from fxprobe.tools.probe import probe_version
-from fxprobe.tools.fields import arr, get, integer, load_json, number, obj, opt, text
+from fxprobe.tools.probe import parse_major_minor, probe_version
+from fxprobe.tools.fields import Fields, integer, load_json, number, text
 
 # -- fio's latency histogram layout (stat.h / stat.c) ------------------------
 PLAT_BITS = 6
@@ -250,75 +250,52 @@ class FioResult:
 def _latency(raw, source: str, where: str) -> LatencyStats:
     if raw is None:
         return EMPTY_LATENCY
-    data = obj(raw, source, where)
+    f = Fields(raw, source, where)
     percentiles = {}
-    for key, value in obj(data.get("percentile", {}), source, f"{where}.percentile").items():
+    for key, value in f.sub("percentile").data.items():
         percentiles[number(key, source, f"{where}.percentile")] = integer(value, source, f"{where}.percentile[{key}]")
     bins = {}
-    for key, value in obj(data.get("bins", {}), source, f"{where}.bins").items():
+    for key, value in f.sub("bins").data.items():
         count = integer(value, source, f"{where}.bins[{key}]")
         if count < 0:
             raise ParseError(source, f"{where}.bins[{key}]", "negative count")
         bins[integer(key, source, f"{where}.bins")] = count
-    return LatencyStats(
-        min_ns=opt(data, "min", number, source, f"{where}.min", 0.0),
-        max_ns=opt(data, "max", number, source, f"{where}.max", 0.0),
-        mean_ns=opt(data, "mean", number, source, f"{where}.mean", 0.0),
-        stddev_ns=opt(data, "stddev", number, source, f"{where}.stddev", 0.0),
-        samples=opt(data, "N", integer, source, f"{where}.N", 0),
-        percentiles=dict(sorted(percentiles.items())), bins=dict(sorted(bins.items())))
+    return LatencyStats(min_ns=f.number("min"), max_ns=f.number("max"), mean_ns=f.number("mean"),
+                        stddev_ns=f.number("stddev"), samples=f.int("N", 0),
+                        percentiles=dict(sorted(percentiles.items())), bins=dict(sorted(bins.items())))
 
 
 def _direction(raw, source: str, where: str) -> DirectionStats:
-    data = obj(raw, source, where)
-    if "bw_bytes" in data:
-        bw_bytes = number(data["bw_bytes"], source, f"{where}.bw_bytes")
-    else:  # older fio: only ``bw`` in KiB/s
-        bw_bytes = number(get(data, "bw", source, f"{where}.bw"), source, f"{where}.bw") * 1024
-    io_bytes = opt(data, "io_bytes", integer, source, f"{where}.io_bytes")
+    f = Fields(raw, source, where)
+    bw_bytes = f.need("bw_bytes", number) if "bw_bytes" in f.data else f.need("bw", number) * 1024  # older fio: KiB/s
+    io_bytes = f.int("io_bytes")
     if io_bytes is None:
-        io_bytes = opt(data, "io_kbytes", integer, source, f"{where}.io_kbytes", 0) * 1024
-    return DirectionStats(
-        io_bytes=io_bytes, bw_bytes=bw_bytes,
-        iops=opt(data, "iops", number, source, f"{where}.iops", 0.0),
-        runtime_ms=opt(data, "runtime", integer, source, f"{where}.runtime", 0),
-        total_ios=opt(data, "total_ios", integer, source, f"{where}.total_ios", 0),
-        short_ios=opt(data, "short_ios", integer, source, f"{where}.short_ios", 0),
-        drop_ios=opt(data, "drop_ios", integer, source, f"{where}.drop_ios", 0),
-        slat=_latency(data.get("slat_ns"), source, f"{where}.slat_ns"),
-        clat=_latency(data.get("clat_ns"), source, f"{where}.clat_ns"),
-        lat=_latency(data.get("lat_ns"), source, f"{where}.lat_ns"))
+        io_bytes = f.int("io_kbytes", 0) * 1024
+    latency = {name: _latency(f.data.get(f"{name}_ns"), source, f.at(f"{name}_ns"))
+               for name in ("slat", "clat", "lat")}
+    return DirectionStats(io_bytes=io_bytes, bw_bytes=bw_bytes, iops=f.number("iops"), runtime_ms=f.int("runtime", 0),
+                          total_ios=f.int("total_ios", 0), short_ios=f.int("short_ios", 0),
+                          drop_ios=f.int("drop_ios", 0), **latency)
 
 
 def _steadystate(raw, source: str, where: str) -> SteadyState | None:
     if raw is None:
         return None
-    data = obj(raw, source, where)
-    return SteadyState(
-        criterion_spec=opt(data, "ss", text, source, f"{where}.ss", ""),
-        duration_s=opt(data, "duration", number, source, f"{where}.duration", 0.0),
-        attained=bool(opt(data, "attained", integer, source, f"{where}.attained", 0)),
-        criterion=opt(data, "criterion", number, source, f"{where}.criterion", 0.0),
-        max_deviation=opt(data, "max_deviation", number, source, f"{where}.max_deviation", 0.0),
-        slope=opt(data, "slope", number, source, f"{where}.slope", 0.0),
-        data=obj(data.get("data", {}), source, f"{where}.data"))
+    f = Fields(raw, source, where)
+    return SteadyState(criterion_spec=f.text("ss"), duration_s=f.number("duration"),
+                       attained=bool(f.int("attained", 0)), criterion=f.number("criterion"),
+                       max_deviation=f.number("max_deviation"), slope=f.number("slope"), data=f.sub("data").data)
 
 
 def _job(raw, source: str, where: str) -> FioJob:
-    data = obj(raw, source, where)
-    directions = {name: _direction(data[name], source, f"{where}.{name}")
-                  for name in DIRECTIONS if data.get(name) is not None}
-    return FioJob(
-        jobname=text(get(data, "jobname", source, f"{where}.jobname"), source, f"{where}.jobname"),
-        groupid=opt(data, "groupid", integer, source, f"{where}.groupid", 0),
-        error=opt(data, "error", integer, source, f"{where}.error", 0),
-        directions=directions,
-        usr_cpu=opt(data, "usr_cpu", number, source, f"{where}.usr_cpu", 0.0),
-        sys_cpu=opt(data, "sys_cpu", number, source, f"{where}.sys_cpu", 0.0),
-        hostname=opt(data, "hostname", text, source, f"{where}.hostname"),
-        port=opt(data, "port", integer, source, f"{where}.port"),
-        steadystate=_steadystate(data.get("steadystate"), source, f"{where}.steadystate"),
-        options=obj(data.get("job options", {}), source, f"{where}.job options"))
+    f = Fields(raw, source, where)
+    directions = {name: _direction(f.data[name], source, f.at(name))
+                  for name in DIRECTIONS if f.data.get(name) is not None}
+    return FioJob(jobname=f.need("jobname"), groupid=f.int("groupid", 0), error=f.int("error", 0),
+                  directions=directions, usr_cpu=f.number("usr_cpu"), sys_cpu=f.number("sys_cpu"),
+                  hostname=f.opt("hostname", text), port=f.int("port"),
+                  steadystate=_steadystate(f.data.get("steadystate"), source, f.at("steadystate")),
+                  options=f.sub("job options").data)
 
 
 def parse_fio_json(output: str, source: str = "fio") -> FioResult:
@@ -328,20 +305,17 @@ def parse_fio_json(output: str, source: str = "fio") -> FioResult:
 
 def parse_fio_json_doc(doc, source: str = "fio") -> FioResult:
     """The same, from a decoded document (fio's --status-interval dumps arrive as documents)."""
-    data = obj(doc, source, "(top level)")
-    version = opt(data, "fio version", text, source, "fio version", "")
-    timestamp_ms = opt(data, "timestamp_ms", integer, source, "timestamp_ms")
-    if timestamp_ms is None and data.get("timestamp") is not None:
-        timestamp_ms = integer(data["timestamp"], source, "timestamp") * 1000
-    if "client_stats" in data:
-        rows = [_job(row, source, f"client_stats[{i}]")
-                for i, row in enumerate(arr(data["client_stats"], source, "client_stats"))]
+    f = Fields(doc, source)
+    version = f.text("fio version")
+    timestamp_ms = f.int("timestamp_ms")
+    if timestamp_ms is None and f.data.get("timestamp") is not None:
+        timestamp_ms = f.need("timestamp", integer) * 1000
+    if "client_stats" in f.data:
+        rows = f.each("client_stats", _job)
         aggregate = next((r for r in rows if r.jobname == AGGREGATE_NAME), None)
         jobs = tuple(r for r in rows if r.jobname != AGGREGATE_NAME)
         return FioResult(source, version, timestamp_ms, jobs, aggregate, client_server=True)
-    raw_jobs = arr(get(data, "jobs", source, "jobs"), source, "jobs")
-    jobs = tuple(_job(row, source, f"jobs[{i}]") for i, row in enumerate(raw_jobs))
-    return FioResult(source, version, timestamp_ms, jobs)
+    return FioResult(source, version, timestamp_ms, f.each("jobs", _job, required=True))
 
 
 # -- logs (pandas: 72 h x 8 hosts of 1 s samples must load in seconds) -------------
@@ -463,14 +437,8 @@ def parse_fio_hist_log(log: str | os.PathLike, source: str | None = None) -> Fio
 
 
 # -- running fio -------------------------------------------------------------
-_VERSION = re.compile(r"fio-(\d+)\.(\d+)")
-
-
 def parse_fio_version(output: str, source: str = "fio --version") -> tuple[int, int]:
-    match = _VERSION.search(output if isinstance(output, str) else "")
-    if not match:
-        raise ParseError(source, "version", f"no 'fio-X.Y' in {output.strip()[:60]!r}")
-    return int(match.group(1)), int(match.group(2))
+    return parse_major_minor(output, source, r"fio-(\d+)\.(\d+)", "fio-X.Y")
 
 
 def probe_fio(runner: Runner, host: Host = LOCAL, minimum: tuple[int, int] = (3, 1)) -> str | None:

@@ -9,7 +9,6 @@ iperf3 before 3.16 is single-threaded (about 35 Gb/s on 100 GbE): label results 
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -17,8 +16,8 @@ from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Background, Runner
-from fxprobe.tools.probe import probe_version
-from fxprobe.tools.fields import arr, integer, load_json, number, obj, opt, text
+from fxprobe.tools.probe import parse_major_minor, probe_version
+from fxprobe.tools.fields import Fields, load_json, text
 
 DEFAULT_PORT = 5201
 
@@ -74,58 +73,38 @@ class IperfResult:
         return data
 
 
-def _sum(raw, source: str, where: str) -> tuple[int, float, int | None]:
-    data = obj(raw, source, where)
-    return (opt(data, "bytes", integer, source, f"{where}.bytes", 0),
-            opt(data, "bits_per_second", number, source, f"{where}.bits_per_second", 0.0),
-            opt(data, "retransmits", integer, source, f"{where}.retransmits"))
+def _sum(f: Fields) -> tuple[int, float, int | None]:
+    return f.int("bytes", 0), f.number("bits_per_second"), f.int("retransmits")
 
 
 def _interval(raw, source: str, where: str) -> IperfInterval:
-    data = obj(obj(raw, source, where).get("sum"), source, f"{where}.sum")
-    return IperfInterval(
-        start=opt(data, "start", number, source, f"{where}.sum.start", 0.0),
-        end=opt(data, "end", number, source, f"{where}.sum.end", 0.0),
-        seconds=opt(data, "seconds", number, source, f"{where}.sum.seconds", 0.0),
-        bytes=opt(data, "bytes", integer, source, f"{where}.sum.bytes", 0),
-        bits_per_second=opt(data, "bits_per_second", number, source, f"{where}.sum.bits_per_second", 0.0),
-        retransmits=opt(data, "retransmits", integer, source, f"{where}.sum.retransmits"),
-        omitted=bool(data.get("omitted", False)))
+    f = Fields(Fields(raw, source, where).data.get("sum"), source, f"{where}.sum")
+    return IperfInterval(f.number("start"), f.number("end"), f.number("seconds"), *_sum(f),
+                         omitted=bool(f.data.get("omitted", False)))
 
 
 def parse_iperf3_json(output: str, source: str = "iperf3") -> IperfResult:
     """Parse ``iperf3 --json`` (client or server side). A top-level "error" is kept in ``.error``."""
-    data = obj(load_json(output, source), source, "(top level)")
-    error = opt(data, "error", text, source, "error")
-    start = obj(data.get("start", {}), source, "start")
-    test = obj(start.get("test_start", {}), source, "start.test_start")
-    end = obj(data.get("end", {}), source, "end")
-    intervals = tuple(_interval(raw, source, f"intervals[{i}]")
-                      for i, raw in enumerate(arr(data.get("intervals", []), source, "intervals")))
-    if "sum_sent" in end or "sum_received" in end:
-        sent = _sum(end.get("sum_sent", {}), source, "end.sum_sent")
-        received = _sum(end.get("sum_received", {}), source, "end.sum_received")
-    elif "sum" in end:  # UDP
-        sent = received = _sum(end["sum"], source, "end.sum")
+    data = Fields(load_json(output, source), source)
+    error = data.opt("error", text)
+    start, end = data.sub("start"), data.sub("end")
+    test = start.sub("test_start")
+    if "sum_sent" in end.data or "sum_received" in end.data:
+        sent, received = _sum(end.sub("sum_sent")), _sum(end.sub("sum_received"))
+    elif "sum" in end.data:  # UDP
+        sent = received = _sum(end.sub("sum"))
     elif error is None:
         raise ParseError(source, "end.sum_sent", "missing: the test printed no totals")
     else:
         sent = received = (0, 0.0, None)
-    cpu = obj(end.get("cpu_utilization_percent", {}), source, "end.cpu_utilization_percent")
+    cpu = end.sub("cpu_utilization_percent")
     return IperfResult(
-        source=source,
-        version=opt(start, "version", text, source, "start.version", ""),
-        protocol=opt(test, "protocol", text, source, "start.test_start.protocol", ""),
-        num_streams=opt(test, "num_streams", integer, source, "start.test_start.num_streams", 0),
-        blksize=opt(test, "blksize", integer, source, "start.test_start.blksize", 0),
-        duration=opt(test, "duration", number, source, "start.test_start.duration", 0.0),
-        reverse=bool(opt(test, "reverse", integer, source, "start.test_start.reverse", 0)),
-        intervals=intervals,
-        sent_bytes=sent[0], sent_bits_per_second=sent[1],
-        received_bytes=received[0], received_bits_per_second=received[1],
-        retransmits=sent[2],
-        cpu_host_total=opt(cpu, "host_total", number, source, "end.cpu_utilization_percent.host_total"),
-        cpu_remote_total=opt(cpu, "remote_total", number, source, "end.cpu_utilization_percent.remote_total"),
+        source=source, version=start.text("version"), protocol=test.text("protocol"),
+        num_streams=test.int("num_streams", 0), blksize=test.int("blksize", 0), duration=test.number("duration"),
+        reverse=bool(test.int("reverse", 0)), intervals=data.each("intervals", _interval),
+        sent_bytes=sent[0], sent_bits_per_second=sent[1], received_bytes=received[0],
+        received_bits_per_second=received[1], retransmits=sent[2],
+        cpu_host_total=cpu.number("host_total", None), cpu_remote_total=cpu.number("remote_total", None),
         error=error)
 
 
@@ -189,10 +168,7 @@ def run_iperf3_client(runner: Runner, server: str, *, timeout: float, host: Host
 
 
 def parse_iperf3_version(output: str, source: str = "iperf3 --version") -> tuple[int, int]:
-    match = re.search(r"iperf (\d+)\.(\d+)", output if isinstance(output, str) else "")
-    if not match:
-        raise ParseError(source, "version", f"no 'iperf X.Y' in {str(output).strip()[:60]!r}")
-    return int(match.group(1)), int(match.group(2))
+    return parse_major_minor(output, source, r"iperf (\d+)\.(\d+)", "iperf X.Y")
 
 
 def probe_iperf3(runner: Runner, host: Host = LOCAL) -> str | None:

@@ -16,8 +16,8 @@ from typing import Sequence
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Runner
-from fxprobe.tools.probe import probe_command, probe_version
-from fxprobe.tools.fields import arr, get, integer, load_json, obj, opt, text
+from fxprobe.tools.probe import parse_major_minor, probe_command, probe_version
+from fxprobe.tools.fields import Fields, integer, load_json, obj
 
 KELVIN_OFFSET = 273.15
 DATA_UNIT_BYTES = 512_000  # one SMART "data unit" = 1000 x 512 bytes
@@ -47,38 +47,26 @@ class Namespace:
 
 
 def _namespace(raw, source: str, where: str) -> Namespace:
-    data = obj(raw, source, where)
-    device_path = opt(data, "DevicePath", text, source, f"{where}.DevicePath", "")
-    name_value = data.get("NameSpace")
+    f = Fields(raw, source, where)
+    device_path = f.text("DevicePath")
+    name_value = f.data.get("NameSpace")
     # plain list: NameSpace is the NSID (a number); list -v: NameSpace is "nvme0n1" and NSID separate
     if isinstance(name_value, str) and not name_value.strip().isdigit():
-        name = name_value.strip()
-        nsid = opt(data, "NSID", integer, source, f"{where}.NSID")
+        name, nsid = name_value.strip(), f.int("NSID")
     else:
         name = device_path.rsplit("/", 1)[-1]
-        nsid = opt(data, "NSID", integer, source, f"{where}.NSID") if name_value is None else \
-            integer(name_value, source, f"{where}.NameSpace")
+        nsid = f.int("NSID") if name_value is None else f.need("NameSpace", integer)
     if not name and not device_path and nsid is None:
-        raise ParseError(source, f"{where}.NameSpace", "missing (no NameSpace, NSID or DevicePath)")
-    return Namespace(
-        name=name, nsid=nsid,
-        used_bytes=opt(data, "UsedBytes", integer, source, f"{where}.UsedBytes"),
-        maximum_lba=opt(data, "MaximumLBA", integer, source, f"{where}.MaximumLBA"),
-        physical_size=opt(data, "PhysicalSize", integer, source, f"{where}.PhysicalSize"),
-        sector_size=opt(data, "SectorSize", integer, source, f"{where}.SectorSize"),
-        device_path=device_path,
-        generic_path=opt(data, "GenericPath", text, source, f"{where}.GenericPath", "")
-        or opt(data, "Generic", text, source, f"{where}.Generic", ""),
-        serial=opt(data, "SerialNumber", text, source, f"{where}.SerialNumber", ""),
-        model=opt(data, "ModelNumber", text, source, f"{where}.ModelNumber", ""),
-        firmware=opt(data, "Firmware", text, source, f"{where}.Firmware", ""))
+        raise ParseError(source, f.at("NameSpace"), "missing (no NameSpace, NSID or DevicePath)")
+    return Namespace(name=name, nsid=nsid, used_bytes=f.int("UsedBytes"), maximum_lba=f.int("MaximumLBA"),
+                     physical_size=f.int("PhysicalSize"), sector_size=f.int("SectorSize"), device_path=device_path,
+                     generic_path=f.text("GenericPath") or f.text("Generic"), serial=f.text("SerialNumber"),
+                     model=f.text("ModelNumber"), firmware=f.text("Firmware"))
 
 
 def parse_list(output: str, source: str = "nvme list") -> tuple[Namespace, ...]:
     """``nvme list -o json`` (1.x and 2.x): one entry per namespace with its controller's identity."""
-    data = obj(load_json(output, source), source, "(top level)")
-    devices = arr(get(data, "Devices", source, "Devices"), source, "Devices")
-    return tuple(_namespace(raw, source, f"Devices[{i}]") for i, raw in enumerate(devices))
+    return Fields(load_json(output, source), source).each("Devices", _namespace, required=True)
 
 
 # -- list -v -----------------------------------------------------------------
@@ -164,85 +152,58 @@ def parse_address(address: str) -> dict[str, str]:
     return fields
 
 
+def _namespace_path(raw, source: str, where: str) -> NamespacePath:
+    f = Fields(raw, source, where)
+    return NamespacePath(f.need("Path"), f.text("ANAState"))
+
+
 def _controller(raw, source: str, where: str) -> Controller:
-    data = obj(raw, source, where)
-    return Controller(
-        name=text(get(data, "Controller", source, f"{where}.Controller"), source, f"{where}.Controller"),
-        serial=opt(data, "SerialNumber", text, source, f"{where}.SerialNumber", ""),
-        model=opt(data, "ModelNumber", text, source, f"{where}.ModelNumber", ""),
-        firmware=opt(data, "Firmware", text, source, f"{where}.Firmware", ""),
-        transport=opt(data, "Transport", text, source, f"{where}.Transport", ""),
-        address=opt(data, "Address", text, source, f"{where}.Address", ""),
-        cntlid=opt(data, "Cntlid", integer, source, f"{where}.Cntlid"),
-        namespaces=tuple(_namespace(n, source, f"{where}.Namespaces[{i}]")
-                         for i, n in enumerate(arr(data.get("Namespaces", []), source, f"{where}.Namespaces"))),
-        paths=tuple(NamespacePath(
-            text(get(obj(p, source, f"{where}.Paths[{i}]"), "Path", source, f"{where}.Paths[{i}].Path"),
-                 source, f"{where}.Paths[{i}].Path"),
-            opt(p, "ANAState", text, source, f"{where}.Paths[{i}].ANAState", ""))
-            for i, p in enumerate(arr(data.get("Paths", []), source, f"{where}.Paths"))))
+    f = Fields(raw, source, where)
+    return Controller(name=f.need("Controller"), serial=f.text("SerialNumber"), model=f.text("ModelNumber"),
+                      firmware=f.text("Firmware"), transport=f.text("Transport"), address=f.text("Address"),
+                      cntlid=f.int("Cntlid"), namespaces=f.each("Namespaces", _namespace),
+                      paths=f.each("Paths", _namespace_path))
 
 
-def _verbose_subsystem(raw, source: str, where: str, host_nqn: str, host_id: str) -> Subsystem:
-    data = obj(raw, source, where)
-    return Subsystem(
-        name=text(get(data, "Subsystem", source, f"{where}.Subsystem"), source, f"{where}.Subsystem"),
-        nqn=opt(data, "SubsystemNQN", text, source, f"{where}.SubsystemNQN", ""),
-        host_nqn=host_nqn, host_id=host_id,
-        controllers=tuple(_controller(c, source, f"{where}.Controllers[{i}]")
-                          for i, c in enumerate(arr(data.get("Controllers", []), source, f"{where}.Controllers"))),
-        namespaces=tuple(_namespace(n, source, f"{where}.Namespaces[{i}]")
-                         for i, n in enumerate(arr(data.get("Namespaces", []), source, f"{where}.Namespaces"))))
+def _verbose_subsystem(f: Fields, host_nqn: str, host_id: str) -> Subsystem:
+    return Subsystem(name=f.need("Subsystem"), nqn=f.text("SubsystemNQN"), host_nqn=host_nqn, host_id=host_id,
+                     controllers=f.each("Controllers", _controller), namespaces=f.each("Namespaces", _namespace))
 
 
 def parse_list_verbose(output: str, source: str = "nvme list -v") -> tuple[Subsystem, ...]:
     """``nvme list -v -o json``: 2.x nests Subsystems under a host entry; 1.x lists subsystems directly."""
-    data = obj(load_json(output, source), source, "(top level)")
-    devices = arr(get(data, "Devices", source, "Devices"), source, "Devices")
     subsystems: list[Subsystem] = []
-    for i, raw in enumerate(devices):
-        entry = obj(raw, source, f"Devices[{i}]")
-        if "Subsystems" in entry:   # 2.x: one entry per host NQN
-            host_nqn = opt(entry, "HostNQN", text, source, f"Devices[{i}].HostNQN", "")
-            host_id = opt(entry, "HostID", text, source, f"Devices[{i}].HostID", "")
-            for j, sub in enumerate(arr(entry["Subsystems"], source, f"Devices[{i}].Subsystems")):
-                subsystems.append(_verbose_subsystem(sub, source, f"Devices[{i}].Subsystems[{j}]", host_nqn, host_id))
-        else:                       # 1.x
-            subsystems.append(_verbose_subsystem(entry, source, f"Devices[{i}]", "", ""))
+    for entry in Fields(load_json(output, source), source).each("Devices", Fields, required=True):
+        if "Subsystems" in entry.data:   # 2.x: one entry per host NQN
+            host_nqn, host_id = entry.text("HostNQN"), entry.text("HostID")
+            subsystems += [_verbose_subsystem(sub, host_nqn, host_id)
+                           for sub in entry.each("Subsystems", Fields, required=True)]
+        else:                            # 1.x
+            subsystems.append(_verbose_subsystem(entry, "", ""))
     return tuple(subsystems)
 
 
 # -- list-subsys -------------------------------------------------------------
 def _subsys_path(raw, source: str, where: str) -> SubsystemPath:
-    data = obj(raw, source, where)
-    return SubsystemPath(
-        name=text(get(data, "Name", source, f"{where}.Name"), source, f"{where}.Name"),
-        transport=opt(data, "Transport", text, source, f"{where}.Transport", ""),
-        address=opt(data, "Address", text, source, f"{where}.Address", ""),
-        state=opt(data, "State", text, source, f"{where}.State", ""),
-        ana_state=opt(data, "ANAState", text, source, f"{where}.ANAState", ""))
+    f = Fields(raw, source, where)
+    return SubsystemPath(name=f.need("Name"), transport=f.text("Transport"), address=f.text("Address"),
+                         state=f.text("State"), ana_state=f.text("ANAState"))
 
 
-def _subsystems_array(raw_list, source: str, where: str, host_nqn: str, host_id: str) -> list[Subsystem]:
+def _subsystems_array(host: Fields, host_nqn: str, host_id: str, *, required: bool) -> list[Subsystem]:
     """Handles nvme-cli 1.x's quirk: each subsystem's Paths come as a separate array element after it."""
     result: list[Subsystem] = []
-    for j, raw in enumerate(arr(raw_list, source, where)):
-        sub = obj(raw, source, f"{where}[{j}]")
-        paths = tuple(_subsys_path(p, source, f"{where}[{j}].Paths[{k}]")
-                      for k, p in enumerate(arr(sub.get("Paths", []), source, f"{where}[{j}].Paths")))
-        if "Name" not in sub and "NQN" not in sub:
+    for sub in host.each("Subsystems", Fields, required=required):
+        paths = sub.each("Paths", _subsys_path)
+        if "Name" not in sub.data and "NQN" not in sub.data:
             if not result:
-                raise ParseError(source, f"{where}[{j}]", "paths before any subsystem")
+                raise ParseError(sub.source, sub.where, "paths before any subsystem")
             last = result.pop()
             result.append(Subsystem(last.name, last.nqn, last.host_nqn, last.host_id, last.iopolicy,
                                     paths=last.paths + paths))
             continue
-        result.append(Subsystem(
-            name=text(get(sub, "Name", source, f"{where}[{j}].Name"), source, f"{where}[{j}].Name"),
-            nqn=opt(sub, "NQN", text, source, f"{where}[{j}].NQN", ""),
-            host_nqn=host_nqn, host_id=host_id,
-            iopolicy=opt(sub, "IOPolicy", text, source, f"{where}[{j}].IOPolicy", ""),
-            paths=paths))
+        result.append(Subsystem(name=sub.need("Name"), nqn=sub.text("NQN"), host_nqn=host_nqn, host_id=host_id,
+                                iopolicy=sub.text("IOPolicy"), paths=paths))
     return result
 
 
@@ -250,15 +211,10 @@ def parse_list_subsys(output: str, source: str = "nvme list-subsys") -> tuple[Su
     """``nvme list-subsys -o json``: 2.x top-level array of hosts; 1.x ``{"Subsystems": [...]}``."""
     data = load_json(output, source)
     if isinstance(data, list):
-        subsystems: list[Subsystem] = []
-        for i, raw in enumerate(data):
-            entry = obj(raw, source, f"[{i}]")
-            subsystems += _subsystems_array(entry.get("Subsystems", []), source, f"[{i}].Subsystems",
-                                            opt(entry, "HostNQN", text, source, f"[{i}].HostNQN", ""),
-                                            opt(entry, "HostID", text, source, f"[{i}].HostID", ""))
-        return tuple(subsystems)
-    data = obj(data, source, "(top level)")
-    return tuple(_subsystems_array(get(data, "Subsystems", source, "Subsystems"), source, "Subsystems", "", ""))
+        hosts = [Fields(raw, source, f"[{i}]") for i, raw in enumerate(data)]
+        return tuple(sub for host in hosts
+                     for sub in _subsystems_array(host, host.text("HostNQN"), host.text("HostID"), required=False))
+    return tuple(_subsystems_array(Fields(data, source), "", "", required=True))
 
 
 # -- discover -------------------------------------------------------------------
@@ -301,23 +257,18 @@ class DiscoveryLog:
 
 def parse_discover(output: str, source: str = "nvme discover") -> DiscoveryLog:
     """``nvme discover -o json``: ``{"genctr", "records": [...]}`` with transport-specific fields."""
-    data = obj(load_json(output, source), source, "(top level)")
-    records = []
-    for i, raw in enumerate(arr(get(data, "records", source, "records"), source, "records")):
-        rec = obj(raw, source, f"records[{i}]")
-        where = f"records[{i}]"
+    data = Fields(load_json(output, source), source)
+    return DiscoveryLog(data.int("genctr"), data.each("records", _discovery_record, required=True))
 
-        def field_(key: str, required: bool = False) -> str:
-            if required:
-                return text(get(rec, key, source, f"{where}.{key}"), source, f"{where}.{key}")
-            return opt(rec, key, text, source, f"{where}.{key}", "")
-        records.append(DiscoveryRecord(
-            trtype=field_("trtype", True), adrfam=field_("adrfam"), subtype=field_("subtype"),
-            treq=field_("treq"), portid=opt(rec, "portid", integer, source, f"{where}.portid"),
-            trsvcid=field_("trsvcid"), subnqn=field_("subnqn", True), traddr=field_("traddr"),
-            eflags=field_("eflags"), sectype=field_("sectype"), rdma_prtype=field_("rdma_prtype"),
-            rdma_qptype=field_("rdma_qptype"), rdma_cms=field_("rdma_cms"), rdma_pkey=field_("rdma_pkey")))
-    return DiscoveryLog(opt(data, "genctr", integer, source, "genctr"), tuple(records))
+
+_DISCOVERY_TEXT = ("adrfam", "subtype", "treq", "trsvcid", "traddr", "eflags", "sectype", "rdma_prtype",
+                   "rdma_qptype", "rdma_cms", "rdma_pkey")   # optional text fields of a record
+
+
+def _discovery_record(raw, source: str, where: str) -> DiscoveryRecord:
+    f = Fields(raw, source, where)
+    return DiscoveryRecord(trtype=f.need("trtype"), subnqn=f.need("subnqn"), portid=f.int("portid"),
+                           **{key: f.text(key) for key in _DISCOVERY_TEXT})
 
 
 # -- smart-log / id-ctrl ------------------------------------------------------
@@ -413,17 +364,9 @@ class IdCtrl:
 
 def parse_id_ctrl(output: str, source: str = "nvme id-ctrl") -> IdCtrl:
     """``nvme id-ctrl -o json``: sn/mn/fr are space padded (stripped here)."""
-    data = obj(load_json(output, source), source, "(top level)")
-    return IdCtrl(
-        vid=opt(data, "vid", integer, source, "vid"),
-        serial=text(get(data, "sn", source, "sn"), source, "sn"),
-        model=text(get(data, "mn", source, "mn"), source, "mn"),
-        firmware=opt(data, "fr", text, source, "fr", ""),
-        nn=opt(data, "nn", integer, source, "nn"),
-        subnqn=opt(data, "subnqn", text, source, "subnqn", ""),
-        cntlid=opt(data, "cntlid", integer, source, "cntlid"),
-        ver=opt(data, "ver", integer, source, "ver"),
-        raw=data)
+    f = Fields(load_json(output, source), source)
+    return IdCtrl(vid=f.int("vid"), serial=f.need("sn"), model=f.need("mn"), firmware=f.text("fr"), nn=f.int("nn"),
+                  subnqn=f.text("subnqn"), cntlid=f.int("cntlid"), ver=f.int("ver"), raw=f.data)
 
 
 # -- connect / disconnect --------------------------------------------------------
@@ -559,10 +502,7 @@ def run_disconnect(runner: Runner, *, nqn: str | None = None, device: str | None
 
 
 def parse_nvme_version(output: str, source: str = "nvme version") -> tuple[int, int]:
-    match = re.search(r"nvme version (\d+)\.(\d+)", output if isinstance(output, str) else "")
-    if not match:
-        raise ParseError(source, "version", f"no 'nvme version X.Y' in {str(output).strip()[:60]!r}")
-    return int(match.group(1)), int(match.group(2))
+    return parse_major_minor(output, source, r"nvme version (\d+)\.(\d+)", "nvme version X.Y")
 
 
 def probe_nvme_cli(runner: Runner, host: Host = LOCAL) -> str | None:

@@ -7,6 +7,7 @@ a failing command and an unrecognised version the same way.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 from fxprobe.core.errors import NotRunnable, ParseError
@@ -14,6 +15,15 @@ from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Runner
 
 PROBE_TIMEOUT_S = 15
+
+
+def parse_major_minor(output: str, source: str, pattern: str, expected: str) -> tuple[int, int]:
+    """(major, minor) from the first match of ``pattern`` (two groups) in a tool's version output; a ParseError
+    saying ``expected`` was not there otherwise."""
+    match = re.search(pattern, output if isinstance(output, str) else "")
+    if not match:
+        raise ParseError(source, "version", f"no {expected!r} in {str(output).strip()[:60]!r}")
+    return int(match.group(1)), int(match.group(2))
 
 
 def probe_version(runner: Runner, argv: Sequence[str], parse: Callable[[str], Any], *, host: Host = LOCAL,
