@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, create_model
 
 from fxprobe.core.schema import InputModel, NonEmptyStr, NonNegativeFloat, PositiveInt
+from fxprobe.core.verdict import CRITERION_TEXT
 
 OutcomeText = Literal["pass", "fail", "not run", "error"]
 
@@ -26,17 +27,12 @@ class Record(InputModel):
     model_config = ConfigDict(extra="allow")
 
 
-class CriterionRecord(Record):
-    """One criterion as :meth:`fxprobe.core.verdict.Criterion.to_dict` writes it."""
-
-    name: NonEmptyStr
-    outcome: OutcomeText | None = None      # read back as error when absent (Criterion.from_dict)
-    measured: Any = None
-    threshold: Any = None
-    comparator: str = ""
-    unit: str = ""
-    detail: str = ""
-    evidence: str = ""
+CriterionRecord = create_model(
+    "CriterionRecord", __base__=Record,
+    __doc__="One criterion as :meth:`fxprobe.core.verdict.Criterion.to_dict` writes it: its text fields are the "
+            "ones Criterion.from_dict reads back (CRITERION_TEXT); an absent outcome reads back as error.",
+    name=(NonEmptyStr, ...), outcome=(OutcomeText | None, None), measured=(Any, None), threshold=(Any, None),
+    **{key: (str, "") for key in CRITERION_TEXT})
 
 
 class VerdictRecord(Record):

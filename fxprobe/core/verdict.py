@@ -38,6 +38,7 @@ _COMPARATORS = {
 MAX_EXTRA_PLACES = 24
 
 Number = Union[int, float, Fraction, Decimal]
+CRITERION_TEXT = ("comparator", "unit", "detail", "evidence", "missing")   # a criterion's text fields ("" if none)
 
 
 def exact(value: Any) -> Fraction:
@@ -246,8 +247,7 @@ class Criterion:
             outcome = Outcome(data.get("outcome", "error"))
         except ValueError:
             outcome = Outcome.ERROR
-        text = {key: data.get(key) if isinstance(data.get(key), str) else "" for key in
-                ("comparator", "unit", "detail", "evidence", "missing")}
+        text = {key: data.get(key) if isinstance(data.get(key), str) else "" for key in CRITERION_TEXT}
         places = data.get("places")
         places = places if isinstance(places, int) and not isinstance(places, bool) and 0 <= places <= 60 else None
         return cls(str(data.get("name", "?")), outcome, data.get("measured"), data.get("threshold"), **text,
