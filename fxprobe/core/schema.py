@@ -23,7 +23,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
                       ValidationInfo, WithJsonSchema, field_validator)
@@ -111,14 +111,22 @@ SizeAsWritten = Annotated[Any, BeforeValidator(_size_as_written),
                                           "description": "a size kept as written (\"4k\" is handed to fio as 4k)"})]
 
 
+def beside(field: str, other: str, problem: Callable[[Any, Any], str | None]):
+    """A field validator of ``field`` that judges it beside the model's ``other`` field (declared before it):
+    ``problem(value, other's value)`` says what is wrong, or None. The error names ``field``; when ``other`` itself
+    is invalid, its own error is the one reported."""
+    def check(cls, value: Any, info: ValidationInfo) -> Any:
+        if other in info.data and (text := problem(value, info.data[other])):
+            raise ValueError(text)
+        return value
+    return field_validator(field)(classmethod(check))
+
+
 def not_below(low_field: str, high_field: str):
     """A field validator of ``high_field``: refuses a value below the model's ``low_field`` (min <= max)."""
-    def check(cls, high: float, info: ValidationInfo) -> float:
-        low = info.data.get(low_field)
-        if low is not None and high is not None and low > high:
-            raise ValueError(f"is below {low_field} ({high:g} < {low:g}); write min <= max")
-        return high
-    return field_validator(high_field)(classmethod(check))
+    return beside(high_field, low_field, lambda high, low: (
+        f"is below {low_field} ({high:g} < {low:g}); write min <= max"
+        if low is not None and high is not None and low > high else None))
 
 
 class Band(InputModel):

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import (InputModel, NonEmptyStr, NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat,
-                                 PositiveInt, SizeAsWritten, validate)
+                                 PositiveInt, SizeAsWritten, beside, validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "faults"
@@ -95,13 +95,8 @@ class FaultTable(InputModel):
                 raise ValueError(f"fault.{key} names a drive twice: {values}")
         return serials
 
-    @field_validator("via")
-    @classmethod
-    def _via_fits_kind(cls, via: str, info: ValidationInfo) -> str:
-        kind = info.data.get("kind")
-        if kind and via != "auto" and via not in KINDS[kind]:
-            raise ValueError(f"{kind} cannot be done via {via!r}; use one of auto, {', '.join(KINDS[kind])}")
-        return via
+    _via_fits_kind = beside("via", "kind", lambda via, kind: f"{kind} cannot be done via {via!r}; use one of auto, "
+                            f"{', '.join(KINDS[kind])}" if kind and via != "auto" and via not in KINDS[kind] else None)
 
 
 class TimingTable(InputModel):
@@ -110,14 +105,9 @@ class TimingTable(InputModel):
     fault_s: Span = _help("how long the fault lasts", default=10.0)
     recover_s: Span = _help("load kept running after the restore", default=10.0)
 
-    @field_validator("settle_s")
-    @classmethod
-    def _steady_state_left(cls, settle_s: float, info: ValidationInfo) -> float:
-        steady_s = info.data.get("steady_s", 10.0)
-        if settle_s >= steady_s:
-            raise ValueError(f"must be shorter than timing.steady_s ({settle_s:g} s >= {steady_s:g} s): "
-                             "no steady state would be left")
-        return settle_s
+    _steady_state_left = beside("settle_s", "steady_s", lambda settle_s, steady_s: (
+        f"must be shorter than timing.steady_s ({settle_s:g} s >= {steady_s:g} s): no steady state would be left"
+        if settle_s >= steady_s else None))
 
 
 class LoadTable(InputModel):
@@ -135,12 +125,9 @@ class LoadTable(InputModel):
     no_verify_reason: str = _help("why the data is not verified (required with verify = \"off\"; printed)",
                                   default="")
 
-    @field_validator("no_verify_reason")
-    @classmethod
-    def _reason_to_opt_out(cls, reason: str, info: ValidationInfo) -> str:
-        if info.data.get("verify") == "off" and not reason.strip():
-            raise ValueError('required with verify = "off": say why this run does not verify its data')
-        return reason
+    _reason_to_opt_out = beside("no_verify_reason", "verify", lambda reason, verify: (
+        'required with verify = "off": say why this run does not verify its data'
+        if verify == "off" and not reason.strip() else None))
 
 
 class CriteriaTable(InputModel):
