@@ -268,20 +268,20 @@ def evaluate(expr: str, table: Table, row: dict | None = None, source: str = "cl
 
 
 # --------------------------------------------------------------------------- judging
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    text: str
-    kind: str
-    claimed: Any = None
-    exprs: tuple[str, ...] = ()
-    each: bool = False
-    unit: str = ""
-    tolerance: float | None = None
-    note: str = ""
+class Claim(ClaimEntry):
+    """A claim as its file wrote it (ClaimEntry) and where it stands there."""
+
     source: str = ""          # the claims file
     index: int = 0            # its place in [[claims]]
-    expr_key: str = "exprs"   # how the file wrote the expressions: exprs = [...] or expr = "..."
+
+    @property
+    def expressions(self) -> tuple[str, ...]:
+        return tuple(self.exprs) if self.exprs else (self.expr,) if self.expr else ()
+
+    @property
+    def expr_key(self) -> str:
+        """How the file wrote the expressions: exprs = [...] or expr = "..."."""
+        return "expr" if self.expr is not None else "exprs"
 
     @property
     def where(self) -> str:
@@ -370,7 +370,7 @@ def _tolerance(claim: Claim, written: Any) -> tuple[Decimal, str]:
 def recompute(claim: Claim, table: Table) -> list[tuple[str, Decimal | None, str]]:
     """(label, value, why not) per expression, per row with ``each``; a row lacking a cell has value None."""
     values = []
-    for item, expr in enumerate(claim.exprs):
+    for item, expr in enumerate(claim.expressions):
         where = claim.field("exprs", item)
         if not claim.each:
             try:
@@ -500,13 +500,11 @@ class ClaimsFile:
 
 def parse_claims(text: str, source: str) -> ClaimsFile:
     data = validate(ClaimsFileModel, parse_toml(text, source), source)
-    claims = tuple(Claim(c.id, c.text, c.kind, c.claimed, tuple(c.exprs or ([c.expr] if c.expr else [])),
-                         c.each, c.unit, c.tolerance, c.note, source, index, "expr" if c.expr else "exprs")
-                   for index, c in enumerate(data.claims))
+    claims = tuple(Claim.model_construct(**dict(c), source=source, index=index) for index, c in enumerate(data.claims))
     table = Table(data.report.key, tuple(data.rows), dict(data.figures))
     for claim in claims:          # every expression is checked before any is judged
         written = claim.claimed if isinstance(claim.claimed, list) else [claim.claimed]
-        for where, expr in [(claim.field("exprs", i), e) for i, e in enumerate(claim.exprs)] + \
+        for where, expr in [(claim.field("exprs", i), e) for i, e in enumerate(claim.expressions)] + \
                 [(claim.field("claimed", i if isinstance(claim.claimed, list) else None), v)
                  for i, v in enumerate(written) if isinstance(v, str)]:
             _parse(expr, _Evaluator(table, None, expr, where).refuse)
