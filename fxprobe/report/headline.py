@@ -58,10 +58,6 @@ class GateLine:
         return "ARTEFACT" if self.artefact else self.outcome.value.upper()
 
     @property
-    def css(self) -> str:
-        return self.word.lower().replace(" ", "-")
-
-    @property
     def more(self) -> str:
         """" (and 2 more fail)" when the deciding criterion is not the only one with the gate's outcome."""
         return f" (and {self.others} more {self.outcome.value})" if self.others and self.outcome is not Outcome.PASS else ""
@@ -78,10 +74,6 @@ class Headline:
     gates: tuple[GateLine, ...]
     missing: tuple[str, ...]     # gates not judged by this run
     run: str                     # the gate run folder's name
-
-    @property
-    def css(self) -> str:
-        return self.decision.name.lower().replace("_", "-")
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"

@@ -30,10 +30,6 @@ class Row:
     detail: str
     links: tuple[Link, ...]
 
-    @property
-    def css(self) -> str:
-        return self.word.lower().replace(" ", "-")
-
 
 @dataclass(frozen=True)
 class Table:
@@ -41,10 +37,6 @@ class Table:
     word: str
     reason: str
     rows: tuple[Row, ...]
-
-    @property
-    def css(self) -> str:
-        return self.word.lower().replace(" ", "-")
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,16 @@ def _url(path: str) -> str:
     return quote(str(path), safe="/#:")
 
 
+def _css(word: str) -> str:
+    """The HTML class of an outcome or decision word: "NOT RUN" -> "not-run" (report.css styles them)."""
+    return str(word).lower().replace(" ", "-")
+
+
 def _environment(html: bool) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("fxprobe.report", "templates"), autoescape=html,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=not html, lstrip_blocks=not html)
-    env.filters.update(cell=_cell, data_uri=_data_uri, url=_url)
+    env.filters.update(cell=_cell, css=_css, data_uri=_data_uri, url=_url)
     env.globals["long_table"] = LONG_TABLE
     return env
 
