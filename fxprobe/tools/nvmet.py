@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,36 +23,36 @@ class CFSError(ToolError):
     """A configfs operation failed; the message names the path."""
 
 
-def _write(path: Path, value: str) -> None:
+@contextmanager
+def _configfs(what: str, path: Path, nothing_to_do: type[OSError] | tuple = ()):
+    """The one place a configfs operation's OSError becomes a CFSError naming the path; ``nothing_to_do`` is the
+    error that means it was already done (a folder that exists, or is gone)."""
     try:
-        path.write_text(f"{value}\n")
+        yield
+    except nothing_to_do:
+        pass
     except OSError as exc:
-        raise CFSError(f"cannot write {value!r} to {path}: {exc.strerror or exc}") from None
+        raise CFSError(f"cannot {what} {path}: {exc.strerror or exc}") from None
+
+
+def _write(path: Path, value: str) -> None:
+    with _configfs(f"write {value!r} to", path):
+        path.write_text(f"{value}\n")
 
 
 def _read(path: Path) -> str:
-    try:
+    with _configfs("read", path):
         return path.read_text().strip()
-    except OSError as exc:
-        raise CFSError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _mkdir(path: Path) -> None:
-    try:
+    with _configfs("create", path, FileExistsError):
         path.mkdir()
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise CFSError(f"cannot create {path}: {exc.strerror or exc}") from None
 
 
 def _rmdir(path: Path) -> None:
-    try:
+    with _configfs("remove", path, FileNotFoundError):
         path.rmdir()
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise CFSError(f"cannot remove {path}: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)

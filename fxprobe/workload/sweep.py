@@ -27,7 +27,7 @@ class SweepPoint(AsDict):
 
 
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(AsDict):
     profile: str
     key: str
     p99_limit_ns: int
@@ -44,10 +44,6 @@ class SweepResult:
                        f"{p.steady_attained}/{p.repeats}{'' if p.under_limit else '  over the limit'}")
         out.append(f"  knee: {self.detail}")
         return out
-
-    def to_dict(self) -> dict:
-        return {"profile": self.profile, "key": self.key, "p99_limit_ns": self.p99_limit_ns,
-                "points": [p.to_dict() for p in self.points], "knee": self.knee, "detail": self.detail}
 
 
 def parse_vary(text: str) -> tuple[str, list[int]]:
