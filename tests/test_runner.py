@@ -34,6 +34,16 @@ def test_shell_strings_are_refused(run):
         Runner(run).run("echo hi", timeout=5)
 
 
+def test_a_command_runs_in_the_folder_given_and_the_record_says_so(run, tmp_path):
+    folder = tmp_path / "work"
+    folder.mkdir()
+    result = Runner(run).run(["pwd"], timeout=10, cwd=folder)
+    assert result.stdout.strip() == str(folder)
+    assert list(run.commands())[0]["cwd"] == str(folder)
+    with pytest.raises(ValueError, match="this machine"):
+        Runner(run).run(["pwd"], timeout=10, cwd=folder, host=SshHost("n1", "192.0.2.1"))
+
+
 def test_timeout_kills_and_is_recorded(run):
     result = Runner(run).run(["sleep", "5"], timeout=0.3)
     assert result.timed_out and result.returncode is None

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import tenacity
 
 from fxprobe.core.errors import NotRunnable, ToolError
-from fxprobe.core.hosts import LOCAL, Host
+from fxprobe.core.hosts import LOCAL, Host, LocalHost
 from fxprobe.core.rundir import RunDir, utc_stamp
 
 ORPHAN_GRACE_S = 10.0   # how long a finished command's own processes may keep its output open
@@ -226,11 +226,11 @@ class Runner:
         return self.rundir.next_name(label) if self.rundir else label
 
     def _record(self, name, argv, host, started, ended, seconds, code, timed_out, dry_run,
-                stdout_path, stderr_path, env, background=False) -> None:
+                stdout_path, stderr_path, env, background=False, cwd=None) -> None:
         if self.rundir is None:
             return
         record = {
-            "name": name, "argv": list(argv), "host": host.to_dict(), "cwd": os.getcwd(),
+            "name": name, "argv": list(argv), "host": host.to_dict(), "cwd": str(cwd or os.getcwd()),
             "env": {k: v for k, v in {**{k: os.environ.get(k) for k in ENV_KEYS}, **env}.items() if v is not None},
             "started": started, "ended": ended, "seconds": round(seconds, 3),
             "exit_code": code, "timed_out": timed_out, "dry_run": dry_run,
@@ -244,10 +244,14 @@ class Runner:
     def run(self, argv: Sequence[str], *, timeout: float, host: Host = LOCAL,
             label: str | None = None, input: str | None = None, env: dict | None = None,
             check: bool = False, what: str = "", retry_if: Callable[[CommandResult], bool] | None = None,
-            attempts: int = 1, retry_wait: float = 1.0, always: bool = False) -> CommandResult:
-        """Run argv to completion. ``always`` runs even in dry-run (read-only probes)."""
+            attempts: int = 1, retry_wait: float = 1.0, always: bool = False,
+            cwd: str | Path | None = None) -> CommandResult:
+        """Run argv to completion. ``always`` runs even in dry-run (read-only probes); ``cwd``: the folder it
+        runs in (this machine only; recorded in commands.jsonl)."""
         if isinstance(argv, (str, bytes)):
             raise TypeError("Runner.run takes an argument list, never a shell string")
+        if cwd is not None and not isinstance(host, LocalHost):
+            raise ValueError(f"cwd is for commands on this machine, not on {host.name}")
         argv = [str(a) for a in argv]
         if attempts > 1 and retry_if is not None:
             retrying = tenacity.Retrying(
@@ -255,20 +259,21 @@ class Runner:
                 wait=tenacity.wait_exponential(multiplier=retry_wait, max=30),
                 retry=tenacity.retry_if_result(retry_if), reraise=True,
                 retry_error_callback=lambda state: state.outcome.result())
-            result = retrying(self._run_once, argv, timeout, host, label, input, env, always)
+            result = retrying(self._run_once, argv, timeout, host, label, input, env, always, cwd)
         else:
-            result = self._run_once(argv, timeout, host, label, input, env, always)
+            result = self._run_once(argv, timeout, host, label, input, env, always, cwd)
         if check:
             result.check(what)
         return result
 
-    def _run_once(self, argv, timeout, host, label, input, env, always) -> CommandResult:
+    def _run_once(self, argv, timeout, host, label, input, env, always, cwd=None) -> CommandResult:
         name = self._name(label, argv)
         full = host.wrap(argv)
         started_at, started = time.monotonic(), utc_stamp()
         stdout_path, stderr_path = self._raw_paths(name)
         if self.dry_run and not always:
-            self._record(name, full, host, started, started, 0.0, None, False, True, None, None, env or {})
+            self._record(name, full, host, started, started, 0.0, None, False, True, None, None, env or {},
+                         cwd=cwd)
             return CommandResult(tuple(full), host.name, None, "", "", started, started, 0.0,
                                  dry_run=True, name=name)
         process_env = {**os.environ, **(env or {})}
@@ -276,7 +281,7 @@ class Runner:
             process = subprocess.Popen(full, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        env=process_env, start_new_session=True, text=True,
-                                       errors="replace")
+                                       errors="replace", cwd=cwd)
         except FileNotFoundError:
             raise NotRunnable(f"`{full[0]}` is not installed on this machine",
                               hint=install_hint(full[0])) from None
@@ -297,7 +302,7 @@ class Runner:
             stdout_path.write_text(out)
             stderr_path.write_text(err)
         self._record(name, full, host, started, ended, seconds, process.returncode, timed_out,
-                     False, stdout_path, stderr_path, env or {})
+                     False, stdout_path, stderr_path, env or {}, cwd=cwd)
         return CommandResult(tuple(full), host.name, None if timed_out else process.returncode,
                              out, err, started, ended, seconds, timed_out=timed_out, name=name)
 

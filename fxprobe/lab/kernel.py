@@ -104,9 +104,7 @@ def ensure_kernel(runner: Runner, progress=lambda text: None) -> LabKernel:
     with tempfile.TemporaryDirectory(dir=root.parent, prefix=".fetch-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o755)  # apt's _apt user writes here
-        # apt-get download writes into the current folder; the runner has no cwd, so cd in sh.
-        fetched = runner.run(["sh", "-c", 'cd "$1" && exec apt-get download "$2"', "sh", str(work), package],
-                             timeout=600)
+        fetched = runner.run(["apt-get", "download", package], timeout=600, cwd=work)  # into the current folder
         debs = list(work.glob("*.deb"))
         if not debs:
             raise NotRunnable(f"cannot download the lab kernel {package}: {fetched.failure('apt-get download')}",
