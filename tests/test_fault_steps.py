@@ -6,6 +6,7 @@ import pytest
 
 from fxprobe.core.errors import BadInput
 from fxprobe.faults import engine, labprep, methods
+from fxprobe.tools import guestview
 
 
 def method_classes():
@@ -45,7 +46,7 @@ def test_execute_is_the_steps_in_order():
 
 def test_the_guest_views_are_named_not_reached_into():
     argv = labprep.view_loop("host", 10, 0.5)
-    assert argv[:2] == ["sh", "-c"] and "nvme-subsystem" in argv[2]
+    assert argv[:2] == ["sh", str(guestview.SCRIPT)] and argv[2:] == ["loop", "10", "0.5", "host"]
     text = "T 1.0\nsubsys nvme-subsys0 nqn.x round-robin\nns nvme-subsys0 nvme0n1\nT 2.0\n"
     [(t, view)] = labprep.parse_view_loop("host", text)
     assert t == 1.0 and view[0]["nqn"] == "nqn.x" and view[0]["namespaces"] == ["nvme0n1"]

@@ -87,8 +87,7 @@ def test_layout_writes_large_blocks_that_end_at_the_region_and_a_ragged_region_i
 
 
 def test_raid0_offset_maps_to_the_member_below_md_from_md_sysfs():
-    from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
-    assert "/sys/block/md127/md" in MD_GEOMETRY_SCRIPT.format(name="md127")
+    from fxprobe.tools.mdadm import parse_md_geometry
     text = "level raid0\nchunk 524288\nmember nvme21n1 1 2048\nmember nvme20n1 0 2048\nmember nvme22n1 none 0\n"
     geometry = parse_md_geometry(text)
     assert [m[1] for m in geometry.members] == ["nvme20n1", "nvme21n1"]     # by slot; a spare left out

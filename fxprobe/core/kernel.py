@@ -33,3 +33,8 @@ def has(place: str) -> bool:
 def controller_attribute(controller: str, name: str) -> str:
     """The path of a controller's attribute (fast_io_fail_tmo, kato, address ...)."""
     return f"{NVME_CLASS}/{controller}/{name}"
+
+
+def subsystem_attribute(subsystem: str, name: str) -> str:
+    """The path of an NVMe subsystem's attribute (iopolicy, subsysnqn ...)."""
+    return f"{NVME_SUBSYSTEM_CLASS}/{subsystem}/{name}"

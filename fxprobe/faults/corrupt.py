@@ -13,7 +13,8 @@ from fxprobe.core.errors import BadInput, ToolError
 from fxprobe.core.kernel import BLOCK_CLASS
 from fxprobe.core.schema import size_bytes
 from fxprobe.faults.base import Method
-from fxprobe.tools.mdadm import MD_GEOMETRY_SCRIPT, parse_md_geometry
+from fxprobe.tools.guestview import md_geometry_argv
+from fxprobe.tools.mdadm import parse_md_geometry
 
 
 def fault_offset(fault: dict) -> int:
@@ -57,8 +58,7 @@ class LabCorrupt(CorruptRange, Method):
         """(member device, byte offset) of the array offset, from md's sysfs in the array guest."""
         if self._where is None:
             name = self._backing().rsplit("/", 1)[-1]
-            result = self.env.lab.exec("array", ["sh", "-c", MD_GEOMETRY_SCRIPT.format(name=name)], timeout=60,
-                                       check=True, label="md-geometry")
+            result = self.env.lab.exec("array", md_geometry_argv(name), timeout=60, check=True, label="md-geometry")
             geometry = parse_md_geometry(result.stdout, f"{BLOCK_CLASS}/{name}/md")
             try:
                 self._where = geometry.raid0_member_offset(self.array_offset)

@@ -3,7 +3,10 @@ a twin export (e.g. raid0 for the planted fail), the number of paths, and the NV
 
 from __future__ import annotations
 
+from fxprobe.core.kernel import controller_attribute, subsystem_attribute
 from fxprobe.lab.spec import NVME_PORT
+from fxprobe.tools import guestview
+from fxprobe.tools.guestview import parse_array_view, parse_host_view, parse_sampling
 
 # scenario [lab] key -> nvme-cli 2.x connect flag (fast_io_fail_tmo has no flag: written to sysfs)
 CONNECT_FLAGS = {"keep_alive_tmo": "--keep-alive-tmo", "ctrl_loss_tmo": "--ctrl-loss-tmo",
@@ -124,7 +127,7 @@ def connect_paths(lab, host: str, nqn: str, links: list[int], options: dict, rep
     if options.get("fast_io_fail_tmo") is not None:
         value = "off" if options["fast_io_fail_tmo"] < 0 else str(options["fast_io_fail_tmo"])
         for path in live:
-            lab.exec(host, ["tee", f"/sys/class/nvme/{path['controller']}/fast_io_fail_tmo"],
+            lab.exec(host, ["tee", controller_attribute(path["controller"], "fast_io_fail_tmo")],
                      input=value, timeout=30, check=True, label="fast_io_fail_tmo")
     return live
 
@@ -153,7 +156,7 @@ def set_iopolicy(lab, host: str, nqn: str, policy: str) -> str | None:
     """Write the subsystem's iopolicy; returns the previous one."""
     for subsys in host_view(lab, host):
         if subsys["nqn"] == nqn:
-            lab.exec(host, ["tee", f"/sys/class/nvme-subsystem/{subsys['name']}/iopolicy"], input=policy,
+            lab.exec(host, ["tee", subsystem_attribute(subsys["name"], "iopolicy")], input=policy,
                      timeout=30, check=True, label="iopolicy")
             return subsys.get("iopolicy")
     return None
@@ -201,42 +204,11 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
     return nqn, done
 
 
-# -- quick views of the guests (one shared SSH connection, no Python start in a TCG guest) ---------------
-# Both views use shell builtins only (read, globs): a fork+exec costs ~0.1-0.3 s in a TCG guest, and the
-# sampling loops run them every second on the array and the load host while the fault is measured.
-_HOST_SCRIPT = r'''for s in /sys/class/nvme-subsystem/nvme-subsys*; do [ -d "$s" ] || continue
-read -r q < "$s/subsysnqn"; { read -r p < "$s/iopolicy"; } 2>/dev/null || p=-
-echo "subsys ${s##*/} $q $p"
-for n in $s/nvme*n*; do [ -e "$n" ] && echo "ns ${s##*/} ${n##*/}"; done
-for c in $s/nvme*; do [ -e "$c/state" ] || continue
-read -r st < "$c/state"; read -r tr < "$c/transport"; { read -r ad < "$c/address"; } 2>/dev/null || ad=
-echo "path ${s##*/} ${c##*/} $st $tr $ad"; done
-done; true'''
-_ARRAY_SCRIPT = r'''while IFS= read -r line; do echo "$line"; done < /proc/mdstat; echo "--fxprobe--"
-for c in /sys/class/nvme/nvme*; do [ -e "$c/serial" ] || continue
-read -r sn < "$c/serial"; ns=
-for n in $c/nvme*n*; do [ -e "$n" ] && { ns=${n##*/}; break; }; done
-echo "ctrl ${c##*/} $sn $ns"; done; true'''
-
-# the md roles (RaidDevice numbers) and raid10 layouts, for the redundancy refusal (not sampled: it reads more)
-_ROLES_SCRIPT = r'''for m in /sys/block/md*/md; do [ -d "$m" ] || continue; d=${m%/md}; d=${d##*/}
-{ read -r lay < "$m/layout"; } 2>/dev/null || lay=-
-echo "mdinfo $d $lay"
-for r in $m/dev-*; do [ -e "$r/slot" ] || continue; read -r sl < "$r/slot"; echo "role $d ${r##*/dev-} $sl"; done
-done; true'''
-
-
-def sampling_loop(script: str, seconds: float, interval: float) -> list[str]:
-    """argv of a shell loop on the node: every ``interval`` s a ``T <epoch>`` line, then the view."""
-    loop = (f'end=$(( $(date +%s) + {int(seconds)} )); while [ "$(date +%s)" -lt "$end" ]; do '
-            f'echo "T $(date +%s.%N)"; {{ {script} ; }}; sleep {interval:g}; done')
-    return ["sh", "-c", loop]
-
-
+# -- quick views of the guests (one shared SSH connection, no Python start in a TCG guest): tools/guestview.sh
 def view_loop(view: str, seconds: float, interval: float) -> list[str]:
     """argv of the sampling loop of one guest view: ``host`` (its NVMe subsystems and paths) or ``array``
     (its md arrays and drives)."""
-    return sampling_loop(_VIEW_SCRIPTS[view], seconds, interval)
+    return guestview.loop_argv(view, seconds, interval)
 
 
 def parse_view_loop(view: str, text: str) -> list[tuple[float, object]]:
@@ -244,76 +216,15 @@ def parse_view_loop(view: str, text: str) -> list[tuple[float, object]]:
     return parse_sampling(text, parse_host_view if view == "host" else parse_array_view)
 
 
-def parse_sampling(text: str, parse) -> list[tuple[float, object]]:
-    """(node epoch, parsed view) per block of a sampling loop's output (a cut-off last block is dropped)."""
-    blocks, current, stamp = [], [], None
-    for line in text.splitlines():   # a block counts once the next "T" line shows it was complete
-        if line.startswith("T "):
-            if stamp is not None:
-                blocks.append((stamp, "\n".join(current)))
-            try:
-                stamp = float(line[2:])
-            except ValueError:
-                stamp = None
-            current = []
-        else:
-            current.append(line)
-    return [(t, parse(body)) for t, body in blocks]
-
-
-def parse_host_view(text: str) -> list[dict]:
-    """``nvme_subsystems`` in the shape of fxprobe.lab.guestinfo, from _HOST_SCRIPT output."""
-    subsystems: dict[str, dict] = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[0] == "subsys":
-            subsystems[fields[1]] = {"name": fields[1], "nqn": fields[2],
-                                     "iopolicy": None if fields[3] == "-" else fields[3],
-                                     "namespaces": [], "paths": []}
-        elif len(fields) == 3 and fields[0] == "ns" and fields[1] in subsystems:
-            subsystems[fields[1]]["namespaces"].append(fields[2])
-        elif len(fields) >= 5 and fields[0] == "path" and fields[1] in subsystems:
-            subsystems[fields[1]]["paths"].append({"controller": fields[2], "state": fields[3],
-                                                   "transport": fields[4],
-                                                   "address": "".join(fields[5:]) or None})
-    return list(subsystems.values())
-
-
-def parse_array_view(text: str) -> dict:
-    """``nvme_controllers`` and ``md`` in the shape of fxprobe.lab.guestinfo, from _ARRAY_SCRIPT output."""
-    from fxprobe.tools.mdadm import parse_mdstat
-    mdstat, _, rest = text.partition("--fxprobe--")
-    controllers = []
-    for line in rest.splitlines():
-        fields = line.split()
-        if len(fields) >= 3 and fields[0] == "ctrl":
-            controllers.append({"name": fields[1], "serial": fields[2], "transport": "pcie",
-                                "namespaces": fields[3:4]})
-    arrays = [a.to_dict() for a in parse_mdstat(mdstat)]
-    by_name = {a["name"]: a for a in arrays}
-    for line in rest.splitlines():
-        fields = line.split()
-        if len(fields) == 3 and fields[0] == "mdinfo" and fields[1] in by_name:
-            by_name[fields[1]]["layout"] = int(fields[2]) if fields[2].isdigit() else None
-        elif len(fields) == 4 and fields[0] == "role" and fields[1] in by_name:
-            for member in by_name[fields[1]]["members"]:
-                if member["device"] == fields[2]:
-                    member["role"] = int(fields[3]) if fields[3].isdigit() else None
-    return {"nvme_controllers": controllers, "md": arrays}
-
-
-_VIEW_SCRIPTS = {"host": _HOST_SCRIPT, "array": _ARRAY_SCRIPT}
-
-
 def host_view(lab, host: str) -> list[dict]:
-    result = lab.runner.run(["sh", "-c", _HOST_SCRIPT], timeout=60, host=lab.guest(host), check=True,
+    result = lab.runner.run(guestview.view_argv("host"), timeout=60, host=lab.guest(host), check=True,
                             label=f"view-{host}")
     return parse_host_view(result.stdout)
 
 
 def array_view(lab, roles: bool = False) -> dict:
     """The array guest's NVMe controllers and md arrays (``roles``: with members' md roles and raid10 layouts)."""
-    script = _ARRAY_SCRIPT + ("; " + _ROLES_SCRIPT if roles else "")
-    result = lab.runner.run(["sh", "-c", script], timeout=60, host=lab.guest("array"), check=True,
+    views = ("array", "roles") if roles else ("array",)
+    result = lab.runner.run(guestview.view_argv(*views), timeout=60, host=lab.guest("array"), check=True,
                             label="view-array")
     return parse_array_view(result.stdout)

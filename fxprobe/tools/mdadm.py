@@ -117,9 +117,8 @@ def add_back(runner: Runner, device: str, member: str, host: Host = LOCAL) -> Co
     return result
 
 
-# -- md geometry from sysfs (/sys/block/mdX/md: level, chunk_size, dev-*/slot, dev-*/offset) ---------------
-MD_GEOMETRY_SCRIPT = r'''d=/sys/block/{name}/md; echo "level $(cat $d/level)"; echo "chunk $(cat $d/chunk_size)"
-for m in $d/dev-*; do [ -e "$m/slot" ] && echo "member ${{m##*/dev-}} $(cat $m/slot) $(cat $m/offset)"; done; true'''
+# -- md geometry from sysfs (/sys/block/mdX/md: level, chunk_size, dev-*/slot, dev-*/offset), as
+# tools/guestview.sh md-geometry prints it
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ class MdGeometry:
 
 
 def parse_md_geometry(text: str, source: str = "md sysfs") -> MdGeometry:
-    """From MD_GEOMETRY_SCRIPT's output; members without a slot number (spares, 'none') are left out."""
+    """From ``guestview.sh md-geometry``'s output; members without a slot number (spares, 'none') are left out."""
     level, chunk, members = "", 0, []
     for line in text.splitlines():
         fields = line.split()
