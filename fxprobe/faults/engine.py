@@ -27,6 +27,7 @@ from fxprobe.faults.scenario import LINK_KINDS, Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
+from fxprobe.tools import procs
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
 from fxprobe.host.safety import TargetCheck, check_load_target
@@ -307,8 +308,7 @@ class FaultRun:
         shown = shlex.join(argv).replace(":".join([site.device] * verify_mod.PASSES),
                                          f"{site.device}:... ({verify_mod.PASSES} x)")
         self.say(f"load: {shown}")    # json+: the live p99
-        self.fio = runner.start(["sh", "-c", 'echo "$(date +%s.%N) $$"; exec "$@"', "fxprobe-load", *argv],
-                                host=site.host, label="fio-load")
+        self.fio = runner.start(procs.with_start_line(argv), host=site.host, label="fio-load")
         self.background.append(self.fio)
         self.watch = LoadWatch(self.options.status, self.fio, scenario.total_s + 2,
                                self.env.load_host if self.env.lab is not None else "local").start()

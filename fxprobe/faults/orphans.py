@@ -14,7 +14,7 @@ from fxprobe.tools import procs
 
 
 def start_line_pid(background) -> int | None:
-    """The pid the load's wrapper printed on its first line ("<epoch> <pid>": sh's $$, which execs fio)."""
+    """The pid the load's wrapper printed on its first line ("<epoch> <pid>": tools/startline.sh, which execs fio)."""
     fields = background.output()[0].split("\n", 1)[0].split()
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
 

@@ -16,12 +16,34 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fxprobe.core.errors import ParseError
 
 if TYPE_CHECKING:
     from fxprobe.core.runner import Runner
+
+
+STARTLINE = Path(__file__).with_name("startline.sh")
+ERE_SPECIAL = ".[]()*+?{}|$"
+
+
+def with_start_line(argv: list[str]) -> list[str]:
+    """argv that runs ``argv`` as the same process after a first line "<epoch> <pid>" (startline.sh, shipped
+    beside this module: a lab guest runs it by path)."""
+    return ["sh", str(STARTLINE), *argv]
+
+
+def exact_command_line(argv: list[str]) -> str:
+    """A POSIX extended regular expression that matches exactly ``argv``'s command line, for ``pkill -f -x`` on a
+    node where fxprobe is not installed (each special character in a bracket of its own)."""
+    return "".join(f"[{c}]" if c in ERE_SPECIAL else "\\" + c if c in "^\\" else c for c in " ".join(argv))
+
+
+def pkill_argv(argv: list[str]) -> list[str]:
+    """``pkill`` (procps) of every process whose command line is exactly ``argv`` (TERM; exit 1: none ran)."""
+    return ["pkill", "-f", "-x", "--", exact_command_line(argv)]
 
 
 def own_start_time() -> float | None:

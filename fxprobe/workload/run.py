@@ -29,7 +29,7 @@ from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
 from fxprobe.core.verdict import Criterion, Verdict
 from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
-from fxprobe.tools import fio, fio_logs
+from fxprobe.tools import fio, fio_logs, procs
 from fxprobe.tools.fio import Node
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -288,19 +288,15 @@ def _wait_server(address: str, port: int, timeout: float) -> bool:
     return False
 
 
-def _pidfile(node: Node) -> str:
-    return f"/tmp/fxprobe-fio-server-{node.listen_port or node.port}.pid"
-
-
 class FioServers:
     """``fio --server`` on every node for the duration of a run (a ``timeout`` guards against leaks).
 
-    A remote server is started through ``sh`` that records its pid in the node's /tmp, and is
-    stopped by that pid: killing the local ``ssh`` alone would leave it running until the timeout."""
+    A remote server is stopped by its exact command line (``pkill -f -x``: the node needs fio and procps, not
+    fxprobe): killing the local ``ssh`` alone would leave it running until the timeout."""
 
     def __init__(self, runner: Runner, nodes: Sequence[Node], lifetime_s: float):
         self.runner, self.nodes, self.lifetime_s = runner, list(nodes), lifetime_s
-        self.servers: list[tuple[Node, Background]] = []
+        self.servers: list[tuple[Node, list[str], Background]] = []
         dial = [(n.address, n.port) for n in self.nodes]
         if len(set(a for a, _ in dial)) != len(dial):
             raise BadInput("fio client/server: every node needs its own address (fio names the logs it "
@@ -310,12 +306,10 @@ class FioServers:
         try:
             for node in self.nodes:
                 server = ["timeout", str(int(self.lifetime_s)), "fio", f"--server={node.listen}"]
-                if not isinstance(node.host, LocalHost):
-                    server = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', _pidfile(node)] + server
-                self.servers.append((node, self.runner.start(server, host=node.host,
-                                                             label=f"fio-server-{node.name}")))
+                self.servers.append((node, server, self.runner.start(server, host=node.host,
+                                                                     label=f"fio-server-{node.name}")))
             if not self.runner.dry_run:
-                for node, server in self.servers:
+                for node, _, server in self.servers:
                     if not _wait_server(node.address, node.port, 20):
                         out, err = server.output()
                         raise ToolError(f"fio --server on {node.name} ({node.listen}) did not answer at "
@@ -326,10 +320,10 @@ class FioServers:
         return self
 
     def __exit__(self, *exc) -> None:
-        for node, server in self.servers:
+        for node, argv, server in self.servers:
             if not isinstance(node.host, LocalHost):
-                self.runner.run(["sh", "-c", 'test -f "$0" || exit 0; kill "$(cat "$0")" 2>/dev/null; rm -f "$0"',
-                                 _pidfile(node)], timeout=30, host=node.host, label=f"fio-server-stop-{node.name}")
+                self.runner.run(procs.pkill_argv(argv), timeout=30, host=node.host,
+                                label=f"fio-server-stop-{node.name}")
             server.stop(timeout=5)
 
     def client_args(self, job_path: str) -> list[str]:
