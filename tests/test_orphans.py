@@ -155,3 +155,30 @@ def test_fault_restore_exits_4_naming_what_is_still_broken(tmp_path):
     assert "FAILED: nullblk-power" in done.stdout and "no-such-nullb" in done.stdout
     assert "Traceback" not in done.stderr
     assert Journal(path).entries()[0]["restores"]
+
+
+def test_the_start_line_names_the_pid_the_load_runs_as():
+    """tools/startline.sh prints '<epoch> <pid>' and execs the load: the pid journaled is the load's own."""
+    before = time.time()
+    out = subprocess.run(procs.with_start_line([sys.executable, "-c", "import os; print(os.getpid())"]),
+                         capture_output=True, text=True, timeout=30).stdout.split("\n")
+    stamp, pid = out[0].split()
+    assert before - 1 <= float(stamp) <= time.time() + 1 and pid == out[1]
+
+
+def test_pkill_of_an_exact_command_line_stops_that_one_and_not_a_look_alike():
+    """Remote fio servers are stopped by their exact command line (pkill -f -x): every regex character is literal."""
+    target = [sys.executable, "-c", "import time; time.sleep(60)", "36.5", "a[x]^$(y)|z*+?{2}\\w"]
+    decoy = [sys.executable, "-c", "import time; time.sleep(60)", "3605", "a[x]^$(y)|z*+?{2}\\w"]
+    processes = [subprocess.Popen(argv) for argv in (target, decoy)]
+    try:
+        deadline = time.monotonic() + 10
+        while any(procs.matching(argv)["pids"] == [] for argv in (target, decoy)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert subprocess.run(procs.pkill_argv(target), timeout=30).returncode == 0
+        assert processes[0].wait(timeout=10) == -15 and processes[1].poll() is None
+        assert subprocess.run(procs.pkill_argv(target), timeout=30).returncode == 1     # none left: exit 1
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
