@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from fxprobe import soak
 from fxprobe.core.errors import BadInput, ParseError
 from fxprobe.core.rundir import RunDir
+from fxprobe.soak.state import SoakState
 
 
 # -- durations ---------------------------------------------------------------------
@@ -220,11 +221,11 @@ def test_resume_after_the_planned_time_marks_the_gap_and_closes_open_interruptio
         records += m.observe(P(t, t - 100))
     records += m.paths({"nvme1": {"state": "live", "transport": "tcp"}}, {}, 110.5)   # lost, never back
     (run.path / soak.RECORDS).write_text("".join(json.dumps(r) + "\n" for r in records) + '{"type":"sam')
-    state = {"command": "soak", "config": config.to_dict(), "segments": 1, "baseline_paths": {}, "fio": {}}
-    (run.path / soak.STATE).write_text(json.dumps(state))
+    SoakState(config=config, segments=1).write(run.path / soak.STATE)
     (run.path / "commands.jsonl").write_text("")
     loaded_run, loaded = soak.load_state(run.path)
-    summary = soak.Soak(loaded_run, None, soak.SoakConfig.from_dict(loaded["config"]), state=loaded).resume(soak.kill_orphan(loaded["fio"]))
+    assert loaded.config == config and loaded.segments == 1
+    summary = soak.Soak(loaded_run, None, loaded.config, state=loaded).resume(soak.kill_orphan(loaded.fio))
     assert summary.completed and summary.samples == 10 and summary.duration_s == 10.0 and summary.resumes == 1
     lost, gap = summary.interruptions
     assert lost.kind == "path-lost" and lost.end is not None and "end not observed" in lost.detail
@@ -241,3 +242,14 @@ def test_runner_start_can_hand_stdout_over_as_a_pipe(tmp_path):
     assert background.wait(timeout=30) == 0
     [record] = list(run.commands())
     assert record["stdout"] is None and record["exit_code"] == 0 and record["argv"][0] == sys.executable
+
+
+def test_a_soak_state_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, capsys):
+    run = RunDir.create(tmp_path, "soak")
+    (run.path / soak.STATE).write_text(json.dumps({"command": "soak", "segments": "two", "config": {
+        "profile": "small-file-dataset", "target": str(tmp_path), "planned_s": 10}}))
+    (run.path / soak.RECORDS).write_text("")
+    (run.path / "commands.jsonl").write_text("")
+    done = fxprobe(tmp_path, capsys, "soak", "--resume", str(run.path))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "soak-state.json" in done.stderr and "segments" in done.stderr, done.stderr

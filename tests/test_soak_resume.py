@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from fxprobe import soak
+from fxprobe.soak.state import FioState
 
 pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
 
@@ -96,9 +97,9 @@ def test_kill_orphan_checks_the_command_line_before_killing(tmp_path):
         while psutil.Process(process.pid).cmdline() != argv and time.monotonic() < deadline:
             time.sleep(0.05)
         created = psutil.Process(process.pid).create_time()
-        assert "no orphaned" in soak.kill_orphan({"pid": process.pid, "argv": ["fio", "x"], "create_time": created})
+        assert "no orphaned" in soak.kill_orphan(FioState(pid=process.pid, argv=["fio", "x"], create_time=created))
         assert process.poll() is None                  # a different command line: left alone
-        assert "stopped" in soak.kill_orphan({"pid": process.pid, "argv": argv, "create_time": created})
+        assert "stopped" in soak.kill_orphan(FioState(pid=process.pid, argv=argv, create_time=created))
         assert process.wait(timeout=10) is not None
     finally:
         if process.poll() is None:

@@ -44,7 +44,7 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
     metrics = metrics_sink(metrics_port, metrics_file)
     if resume_dir is not None:
         run, state = soak_lib.load_state(resume_dir)
-        config = soak_lib.SoakConfig.from_dict(state["config"])
+        config = state.config
         given = {"PROFILE": (profile, config.profile), "--target": (target, config.target)}
         for name, (value, recorded) in given.items():
             if value is not None and value != recorded:
@@ -54,7 +54,7 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
             raise BadInput(f"--duration {duration:g} s differs from the resumed soak's {config.planned_s:g} s",
                            hint="leave it out: --resume takes it from the run")
         # before anything slow: the fio of a crashed soak is still loading the target
-        orphan = soak_lib.kill_orphan(state.get("fio") or {})
+        orphan = soak_lib.kill_orphan(state.fio)
         app.resume_run(run, "soak")
         summary = soak_lib.Soak(run, app.runner(run), config, app.progress, state,
                                 status=_status(app, config, metrics)).resume(orphan)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import selectors
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -17,52 +15,21 @@ import psutil
 
 from fxprobe.host import telemetry
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
-from fxprobe.core.rundir import RESULTS, RunDir, write_json
+from fxprobe.core.rundir import RESULTS, RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
-                                 MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, hms, stamp)
+from fxprobe.soak.common import END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, hms, stamp
 from fxprobe.core.status import Status
 from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
 from fxprobe.soak.records import InterruptionRecord, RecordLog, load_records, repair_tail
+from fxprobe.soak.state import FioJob, FioState, SoakConfig, SoakState
 from fxprobe.soak.stream import JsonStream, parse_status_doc
 from fxprobe.soak.summary import SoakSummary, summarize
 from fxprobe.tools import fio
 from fxprobe.tools.fio_status import LiveFio
 
 
-@dataclass(frozen=True)
-class SoakConfig:
-    profile: str
-    target: str
-    planned_s: float
-    stall_s: float = DEFAULT_STALL_S
-    sample_s: float = DEFAULT_SAMPLE_S
-    health_s: float = DEFAULT_HEALTH_S
-    scale: float = 1.0
-    max_bytes: int | None = None
-    allow: tuple[str, ...] = ()
-    overrides: dict = field(default_factory=dict)
-
-    def validate(self) -> "SoakConfig":
-        for name in ("stall_s", "sample_s", "health_s"):
-            if not getattr(self, name) > 0:
-                raise BadInput(f"--{name[:-2]} must be more than 0 seconds (got {getattr(self, name)})")
-        return self
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["allow"] = list(self.allow)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "SoakConfig":
-        data = dict(data)
-        data["allow"] = tuple(data.get("allow", ()))
-        return cls(**data)
-
-
-def load_state(path: Path) -> tuple[RunDir, dict]:
+def load_state(path: Path) -> tuple[RunDir, SoakState]:
     """Open RUNDIR for --resume; BadInput (one line) when it is not a resumable soak run."""
     run = RunDir.open(path)
     state_path = run.path / STATE
@@ -70,15 +37,11 @@ def load_state(path: Path) -> tuple[RunDir, dict]:
     if not state_path.exists() or not records.exists():
         raise BadInput(f"{path}: not a soak run (no {STATE} and {RECORDS})",
                        hint="pass the run directory a `fxprobe soak` made")
-    try:
-        state = json.loads(state_path.read_text())
-        SoakConfig.from_dict(state["config"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise BadInput(f"{state_path}: not a valid soak state ({type(exc).__name__}: {exc})") from None
+    state = SoakState.read(state_path)
     if (run.path / RESULTS).exists() and run.results().get("outcome") != "error":   # error: did not finish
         raise BadInput(f"{path}: this soak has finished already (results.json exists)",
                        hint="start a new soak instead of resuming this one")
-    owner = _same_process(state.get("fxprobe_pid"), None, None)
+    owner = _same_process(state.fxprobe_pid, None, None)
     if owner is not None and owner.pid != os.getpid() and "soak" in " ".join(owner.cmdline()):
         raise BadInput(f"{path}: the soak is still running (fxprobe pid {owner.pid})",
                        hint="resume only after it stopped")
@@ -123,18 +86,18 @@ def _stop(process: psutil.Process, group: bool) -> None:
             continue
 
 
-def kill_orphan(fio_state: dict) -> str:
+def kill_orphan(fio_state: FioState) -> str:
     """Stop an fio left running by a crashed soak: the main process (its process group) and its
     job processes (fio forks each job into a session of its own), each checked by command line
     and start time before it is signalled."""
-    argv = fio_state.get("argv")
+    argv = fio_state.argv or None
     stopped = []
-    main = _same_process(fio_state.get("pid"), argv, fio_state.get("create_time"))
+    main = _same_process(fio_state.pid, argv, fio_state.create_time)
     if main is not None:
         _stop(main, group=True)
         stopped.append(main.pid)
-    for job in fio_state.get("jobs", []):
-        process = _same_process(job.get("pid"), argv, job.get("create_time"))
+    for job in fio_state.jobs:
+        process = _same_process(job.pid, argv, job.create_time)
         if process is not None:
             _stop(process, group=False)
             stopped.append(process.pid)
@@ -146,11 +109,10 @@ def kill_orphan(fio_state: dict) -> str:
     return f"orphaned fio stopped (pids {', '.join(map(str, stopped))})"
 
 
-def fio_jobs(pid: int) -> list[dict]:
+def fio_jobs(pid: int) -> list[FioJob]:
     """fio's job processes (children of the main process): pid and start time, for kill_orphan."""
     try:
-        return [{"pid": child.pid, "create_time": child.create_time()}
-                for child in psutil.Process(pid).children()]
+        return [FioJob(pid=child.pid, create_time=child.create_time()) for child in psutil.Process(pid).children()]
     except psutil.NoSuchProcess:
         return []
 
@@ -172,13 +134,12 @@ class Soak:
     """One soak run in a run directory: fresh (``start``) or continued (``resume``)."""
 
     def __init__(self, run: RunDir, runner: Runner, config: SoakConfig,
-                 progress: Callable[[str], None] = lambda text: None, state: dict | None = None,
+                 progress: Callable[[str], None] = lambda text: None, state: SoakState | None = None,
                  status: Status | None = None):
         self.run, self.runner, self.config, self.progress = run, runner, config.validate(), progress
         self.status = status or Status("soak")      # the live line and metrics (no sinks: nothing shown)
         self.live = LiveFio(self.status)
-        self.state = state or {"command": "soak", "version": 1, "config": config.to_dict(), "segments": 0,
-                               "baseline_paths": {}, "fio": {}}
+        self.state = state or SoakState(config=config)
         self.log: RecordLog | None = None
         self.monitor = Monitor(config.stall_s)
         self.covered_before = 0.0
@@ -193,7 +154,7 @@ class Soak:
         reason = fio.probe_fio(self.runner)
         if reason:
             raise NotRunnable(reason)
-        self.state["baseline_paths"] = {k: v for k, v in telemetry.path_states().items() if v["state"] == "live"}
+        self.state.baseline_paths = {k: v for k, v in telemetry.path_states().items() if v["state"] == "live"}
         self._save_state()
         self.log = ObservedLog(RecordLog(self.run.path / RECORDS), self.status)
         now = time.time()
@@ -201,7 +162,7 @@ class Soak:
                          "target": self.config.target, "planned_s": self.config.planned_s,
                          "stall_s": self.config.stall_s, "sample_s": self.config.sample_s,
                          "health_s": self.config.health_s, "pid": os.getpid(),
-                         "paths": self.state["baseline_paths"], "md": telemetry.md_states(),
+                         "paths": self.state.baseline_paths, "md": telemetry.md_states(),
                          "target_check": plan.check.to_dict()})
         if not plan.derivation.writes:
             self.status.phase("layout (not timed)", planned_s=self.config.planned_s)
@@ -239,14 +200,14 @@ class Soak:
 
     # -- the loop ------------------------------------------------------------------
     def _loop(self, covered: float) -> SoakSummary:
-        self.state["fxprobe_pid"] = os.getpid()
+        self.state.fxprobe_pid = os.getpid()
         self._save_state()
         restarts = 0
         reason = "planned time covered"
         self.status.phase("load", planned_s=self.config.planned_s, done_s=covered)
         try:
             while self.config.planned_s - covered > END_TOLERANCE_S:
-                segment = self.state["segments"] + 1
+                segment = self.state.segments + 1
                 self.covered_before = covered
                 code, ran = self._segment(segment, self.config.planned_s - covered)
                 covered += ran
@@ -285,8 +246,8 @@ class Soak:
             create_time = psutil.Process(background.pid).create_time()
         except psutil.NoSuchProcess:
             create_time = None
-        self.state["segments"] = segment
-        self.state["fio"] = {"pid": background.pid, "argv": argv, "create_time": create_time, "segment": segment}
+        self.state.segments = segment
+        self.state.fio = FioState(pid=background.pid, argv=argv, create_time=create_time, segment=segment)
         self._save_state()
         for record in self.monitor.new_segment(segment, started):
             self.log.append(record)
@@ -350,7 +311,7 @@ class Soak:
                     # fio's main process is gone; job processes holding the pipe are stopped
                     main_gone = main_gone or now
                     if now - main_gone > 2.0:
-                        kill_orphan({"argv": self.state["fio"]["argv"], "jobs": self.state["fio"].get("jobs", [])})
+                        kill_orphan(FioState(argv=self.state.fio.argv, jobs=self.state.fio.jobs))
                 if now >= next_path:
                     next_path = now + 1.0
                     self._check_paths(now)
@@ -379,15 +340,15 @@ class Soak:
     def _check_paths(self, now: float) -> None:
         """A path lost (or back) since the soak started is an interruption opened (or closed)."""
         states = telemetry.path_states()
-        for record in self.monitor.paths(self.state["baseline_paths"], states, now):
+        for record in self.monitor.paths(self.state.baseline_paths, states, now):
             self.log.append(record)
         self.status.health(paths={name: path.get("state") for name, path in states.items()})
 
-    def _track_jobs(self, pid: int) -> list[dict]:
+    def _track_jobs(self, pid: int) -> list[FioJob]:
         """fio's job processes, saved in the state when they changed (kill_orphan finds them after a crash)."""
         jobs = fio_jobs(pid)
-        if jobs and jobs != self.state["fio"].get("jobs"):
-            self.state["fio"]["jobs"] = jobs
+        if jobs and jobs != self.state.fio.jobs:
+            self.state.fio.jobs = jobs
             self._save_state()
         return jobs
 
@@ -425,4 +386,4 @@ class Soak:
                       f"{(bw or 0) / 1e6:,.1f} MB/s, interruptions so far {self.monitor.count}")
 
     def _save_state(self) -> None:
-        write_json(self.run.path / STATE, self.state)
+        self.state.write(self.run.path / STATE)
