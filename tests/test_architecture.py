@@ -32,7 +32,6 @@ KERNEL_PATH_EXEMPT = {
     "host/safety.py": "the load-target check reads block devices and mountinfo under its SystemView's root",
     "faults/methods.py": "host fault methods (PCI remove/rescan, null_blk power, nvmet enable) write sysfs and "
                          "configfs files by path through core.sysfs",
-    "lab/native.py": "the native lab builds its target through configfs and null_blk paths on this host",
     "lab/target.py": "the array guest's nvmet target is written through configfs paths in the guest",
     "workload/pattern.py": "reads /proc/diskstats and blktrace's debugfs through core.sysfs by path",
 }

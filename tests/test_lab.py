@@ -215,7 +215,7 @@ def test_bad_fault_input_is_one_line(lab, tmp_path, capsys):
 
 def test_native_lab_inside_the_array_guest(lab):
     """`fxprobe lab up --native` (the same target code) builds, reports and tears down in a real kernel."""
-    base = ["fxprobe", "--runs", "/tmp/runs"]
+    base = lab.python("fxprobe.cli.main", "--runs", "/tmp/runs")     # this checkout's fxprobe, in the guest
     up = lab.exec("array", base + ["lab", "up", "--native", "--lab", "nt", "--drives", "4", "--raid", "raid5",
                                    "--port-base", "4430"], timeout=300)
     try:

@@ -54,9 +54,9 @@ def up(app: App, name, drives, raid, raid_drives, hosts, arrays, links, transpor
         spec = NativeSpec(name=name, drives=drives, raid=raid, port=port_base or 4420).validate()
         run = app.new_run("lab up", folder="lab-up")
         state = native_up(spec, app.runner(run), app.progress)
-        human = [f"native lab {name}: {state['level']} over {len(state['devices'])} {state['source']} devices, "
-                 f"{state['nqn']} on 127.0.0.1:{state['port']} ({state.get('connected_as') or 'not connected'})"]
-        return finish(app, run, "lab up", {"native": state}, human, Outcome.PASS)
+        human = [f"native lab {name}: {state.level} over {len(state.devices)} {state.source} devices, "
+                 f"{state.nqn} on 127.0.0.1:{state.port} ({state.connected_as or 'not connected'})"]
+        return finish(app, run, "lab up", {"native": state.model_dump(mode="json")}, human, Outcome.PASS)
     from fxprobe.lab.spec import LabSpec
     from fxprobe.lab.vm import Lab
     spec = LabSpec(name=name, drives=drives, raid=raid, raid_drives=raid_drives, hosts=hosts, links=links,

@@ -10,8 +10,9 @@ NVME_SUBSYSTEM_CLASS = "/sys/class/nvme-subsystem"
 BLOCK_CLASS = "/sys/block"
 RDMA_CLASS = "/sys/class/infiniband"
 NET_CLASS = "/sys/class/net"
-NVMET_CONFIGFS = "/sys/kernel/config/nvmet"
-NULLB_CONFIGFS = "/sys/kernel/config/nullb"
+CONFIGFS = "/sys/kernel/config"             # where configfs is mounted
+NVMET_CONFIGFS = f"{CONFIGFS}/nvmet"
+NULLB_CONFIGFS = f"{CONFIGFS}/nullb"
 MDSTAT = "/proc/mdstat"
 PROC_NET_TCP = "/proc/net/tcp"               # TCP sockets (IPv4), their states
 STDIN = "/proc/self/fd/0"     # this process's stdin (lab guests have no /dev/stdin)
@@ -19,6 +20,11 @@ STDIN = "/proc/self/fd/0"     # this process's stdin (lab guests have no /dev/st
 
 def module_loaded(name: str) -> bool:
     return sysfs.exists(f"/sys/module/{name}")
+
+
+def configfs_mounted() -> bool:
+    """Whether configfs is mounted (its folder has entries: nvmet, nullb ...)."""
+    return bool(sysfs.listdir(CONFIGFS))
 
 
 def rdma_devices() -> list[str]:

@@ -8,22 +8,25 @@ State: ``<lab home>/native-<name>/state.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from fxprobe.core import kernel, sysfs
 from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
 from fxprobe.lab.spec import MIN_DRIVES, NAME_RE, RAID_LEVELS, SUBSYS_PREFIX
 from fxprobe.lab.target import PortSpec, build_export, remove_export
 from fxprobe.lab.vm import lab_home, port_is_free
 from fxprobe.tools.nvmet import NvmetRoot
 from fxprobe.core.rundir import utc_stamp, write_json
+from fxprobe.core.schema import parse_json, validate
 from fxprobe.core.runner import Runner
 
-NULLB_ROOT = Path("/sys/kernel/config/nullb")
 MODULES = ("nvmet", "nvmet-tcp", "nvme-tcp", "md_mod")
 NATIVE_PORT_ID = 900
 
@@ -62,20 +65,53 @@ class NativeSpec:
         return f"fxn-{self.name}"
 
 
+class NativeState(BaseModel):
+    """``<lab home>/native-<name>/state.json``: what ``lab status/down --native`` need of a native lab that is up,
+    written again after each step of ``lab up`` (a failed step is undone from what it says)."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    name: str
+    spec: NativeSpec
+    source: Literal["null_blk", "files"]
+    devices: list[str] = Field(default_factory=list)     # made so far, in order (/dev/... of null_blk or loop)
+    nqn: str
+    md: str | None = None                                # None: raid none exports the one device
+    level: str
+    port: int
+    created: str
+    exported: bool = False
+    connected_as: str | None = None
+
+    @classmethod
+    def read(cls, name: str) -> "NativeState":
+        path = folder_of(name) / "state.json"
+        if not path.exists():
+            raise BadInput(f"no native lab named {name!r} is up ({path} does not exist)",
+                           hint="start one: fxprobe lab up --native")
+        return validate(cls, parse_json(path.read_text(), str(path)), str(path))
+
+    def write(self) -> None:
+        write_json(folder_of(self.name) / "state.json", self.model_dump(mode="json"))
+
+
 def folder_of(name: str) -> Path:
     return lab_home() / f"native-{name}"
 
 
+def nullb_folder(name: str) -> Path:
+    return sysfs.path(kernel.NULLB_CONFIGFS) / name
+
+
 def probe_native(runner: Runner) -> str | None:
     """Why the native lab cannot run on this machine, or None (loads the modules it needs)."""
-    if not Path("/lib/modules", os.uname().release).is_dir() and not Path("/sys/module/nvmet").is_dir():
+    if not Path("/lib/modules", os.uname().release).is_dir() and not kernel.module_loaded("nvmet"):
         return f"this kernel ({os.uname().release}) has no loadable modules (/lib/modules/{os.uname().release} is missing)"
     for module in MODULES:
         loaded = runner.run(["modprobe", module], timeout=60)
         if not loaded.ok:
             return f"cannot load kernel module {module}: {(loaded.stderr.strip() or '?').splitlines()[-1]}"
-    if not Path("/sys/kernel/config").is_dir() or not any(Path("/sys/kernel/config").iterdir()):
-        runner.run(["mount", "-t", "configfs", "configfs", "/sys/kernel/config"], timeout=30)
+    if not kernel.configfs_mounted():
+        runner.run(["mount", "-t", "configfs", "configfs", kernel.CONFIGFS], timeout=30)
     return NvmetRoot().probe()
 
 
@@ -85,7 +121,7 @@ def _make_nullb(name: str, size_mb: int) -> str:
     Kernels >= 5.x name the disk after the configfs folder (/dev/<name>); older ones use
     /dev/nullb<index>: both are checked.
     """
-    folder = NULLB_ROOT / name
+    folder = nullb_folder(name)
     try:
         folder.mkdir()
         for attr, value in (("size", size_mb), ("blocksize", 512), ("memory_backed", 1), ("power", 1)):
@@ -111,7 +147,7 @@ def _make_loop(runner: Runner, folder: Path, index: int, size_mb: int) -> str:
     return result.stdout.strip()
 
 
-def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> dict:
+def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> NativeState:
     spec.validate()
     folder = folder_of(spec.name)
     if (folder / "state.json").exists():
@@ -124,30 +160,30 @@ def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> d
     source = spec.source
     if source == "auto":
         runner.run(["modprobe", "null_blk", "nr_devices=0"], timeout=60)
-        source = "null_blk" if NULLB_ROOT.is_dir() else "files"
+        source = "null_blk" if sysfs.path(kernel.NULLB_CONFIGFS).is_dir() else "files"
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    state = {"name": spec.name, "spec": asdict(spec), "source": source, "devices": [], "nqn": spec.nqn,
-             "md": spec.md_name if spec.raid != "none" else None, "level": spec.raid, "port": spec.port,
-             "created": utc_stamp(), "connected_as": None}
-    write_json(folder / "state.json", state)
+    state = NativeState(name=spec.name, spec=spec, source=source, nqn=spec.nqn,
+                        md=spec.md_name if spec.raid != "none" else None, level=spec.raid, port=spec.port,
+                        created=utc_stamp())
+    state.write()
     try:
         progress(f"native: {spec.drives} {source} devices")
         for index in range(spec.drives):
             device = _make_nullb(f"fxnb-{spec.name}-{index}", spec.drive_mb) if source == "null_blk" else \
                 _make_loop(runner, folder, index, spec.drive_mb)
-            state["devices"].append(device)
-            write_json(folder / "state.json", state)
+            state.devices = [*state.devices, device]
+            state.write()
         progress(f"native: {spec.raid} exported as {spec.nqn} on 127.0.0.1:{spec.port}")
-        build_export(runner, nqn=spec.nqn, md_name=spec.md_name, level=spec.raid, devices=state["devices"],
+        build_export(runner, nqn=spec.nqn, md_name=spec.md_name, level=spec.raid, devices=state.devices,
                      ports=[PortSpec(NATIVE_PORT_ID, "tcp", "127.0.0.1", spec.port)], serial="FXNATIVE")
-        state["exported"] = True
-        write_json(folder / "state.json", state)
+        state.exported = True
+        state.write()
         if spec.connect:
             runner.run(["nvme", "connect", "-t", "tcp", "-a", "127.0.0.1", "-s", str(spec.port), "-n", spec.nqn],
                        timeout=60, check=True, what="connecting to the native lab")
-            state["connected_as"] = "nvme-tcp 127.0.0.1"
-            write_json(folder / "state.json", state)
+            state.connected_as = "nvme-tcp 127.0.0.1"
+            state.write()
     except (FxprobeError, OSError) as exc:
         native_down(spec.name, runner)
         if isinstance(exc, FxprobeError):
@@ -156,35 +192,27 @@ def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> d
     return state
 
 
-def _load(name: str) -> dict:
-    path = folder_of(name) / "state.json"
-    if not path.exists():
-        raise BadInput(f"no native lab named {name!r} is up ({path} does not exist)",
-                       hint="start one: fxprobe lab up --native")
-    return json.loads(path.read_text())
-
-
 def native_status(name: str, runner: Runner) -> dict:
     from fxprobe.lab.guestinfo import collect
-    state = _load(name)
+    state = NativeState.read(name)
     info = collect()
-    return {**state, "md_arrays": info["md"], "nvmet": NvmetRoot().dump(),
-            "nvme": [s for s in info["nvme_subsystems"] if s["nqn"] == state["nqn"]]}
+    return {**state.model_dump(mode="json"), "md_arrays": info["md"], "nvmet": NvmetRoot().dump(),
+            "nvme": [s for s in info["nvme_subsystems"] if s["nqn"] == state.nqn]}
 
 
 def native_down(name: str, runner: Runner) -> list[str]:
     """Disconnect, unexport, stop md, free the devices, remove the state: in that order."""
     folder = folder_of(name)
-    state = _load(name)
+    state = NativeState.read(name)
     done = []
-    if state.get("connected_as"):
-        runner.run(["nvme", "disconnect", "-n", state["nqn"]], timeout=60)
-        done.append(f"disconnected {state['nqn']}")
+    if state.connected_as:
+        runner.run(["nvme", "disconnect", "-n", state.nqn], timeout=60)
+        done.append(f"disconnected {state.nqn}")
     if NvmetRoot().path.is_dir():
-        done += remove_export(runner, nqn=state["nqn"], md_name=state.get("md"))
-    for index, device in enumerate(state["devices"]):
-        if state["source"] == "null_blk":
-            nullb = NULLB_ROOT / f"fxnb-{name}-{index}"
+        done += remove_export(runner, nqn=state.nqn, md_name=state.md)
+    for index, device in enumerate(state.devices):
+        if state.source == "null_blk":
+            nullb = nullb_folder(f"fxnb-{name}-{index}")
             if nullb.is_dir():
                 (nullb / "power").write_text("0\n")
                 nullb.rmdir()
