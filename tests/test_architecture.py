@@ -29,9 +29,6 @@ LAYERS = {"core": 0, "tools": 1, "lab": 2, "host": 3, "network": 3, "workload": 
 KERNEL_PATH_EXEMPT = {
     "host/preflight.py": "the reproducibility log reads ~35 sysfs/procfs files through core.sysfs by path; "
                          "moving them into tools/ as declarations is the preflight rewrite (issue 12, not done)",
-    "host/safety.py": "the load-target check reads block devices and mountinfo under its SystemView's root",
-    "faults/methods.py": "host fault methods (PCI remove/rescan, null_blk power, nvmet enable) write sysfs and "
-                         "configfs files by path through core.sysfs",
     "lab/target.py": "the array guest's nvmet target is written through configfs paths in the guest",
     "workload/pattern.py": "reads /proc/diskstats and blktrace's debugfs through core.sysfs by path",
 }

@@ -136,7 +136,7 @@ def test_remote_view_asks_the_same_questions_through_a_host(tmp_path):
     """RemoteSystemView runs cat/ls/test/readlink through a host; on LocalHost it must agree with sysfs."""
     from fxprobe.core.hosts import LOCAL
     from fxprobe.core.runner import Runner
-    from fxprobe.host.safety import RemoteSystemView
+    from fxprobe.tools.blockdev import RemoteSystemView
     remote, local = RemoteSystemView(Runner(None), LOCAL), SystemView()
     assert remote.exists(str(tmp_path)) and remote.is_dir(str(tmp_path)) and remote.writable(str(tmp_path))
     assert not remote.exists(str(tmp_path / "nope"))

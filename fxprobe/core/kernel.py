@@ -7,7 +7,10 @@ from fxprobe.core import sysfs
 
 NVME_CLASS = "/sys/class/nvme"               # one folder per NVMe controller (PCIe or fabrics)
 NVME_SUBSYSTEM_CLASS = "/sys/class/nvme-subsystem"
-BLOCK_CLASS = "/sys/block"
+BLOCK_CLASS = "/sys/block"                   # disks and md/dm devices (no partitions)
+BLOCK_DEVICES = "/sys/class/block"           # every block device, partitions too
+MOUNTINFO = "/proc/self/mountinfo"
+PCI_RESCAN = "/sys/bus/pci/rescan"
 RDMA_CLASS = "/sys/class/infiniband"
 NET_CLASS = "/sys/class/net"
 CONFIGFS = "/sys/kernel/config"             # where configfs is mounted

@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Callable
 
 from fxprobe.core import sysfs
+from fxprobe.core.kernel import MDSTAT, NET_CLASS, NULLB_CONFIGFS, NVME_CLASS, PCI_RESCAN, controller_attribute
 from fxprobe.faults.base import Env, Method, RestoreContext, Undo, _need  # noqa: F401  (the methods' interface)
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.runner import Runner
+from fxprobe.tools.blockdev import SystemView
+from fxprobe.tools.nvme_sysfs import controller_by_serial
 
 REDUNDANCY = {"raid0": 0, "linear": 0, "raid1": None, "raid4": 1, "raid5": 1, "raid6": 2, "raid10": 1}
 
@@ -304,47 +307,18 @@ def live_paths_lab(lab, host: str, nqn: str) -> list[dict]:
 
 
 # -- this Linux host ---------------------------------------------------------------------------
-def controller_by_serial(serial: str) -> str | None:
-    for name in sysfs.listdir("/sys/class/nvme"):
-        if sysfs.read(f"/sys/class/nvme/{name}/serial") == serial:
-            return name
-    return None
-
-
 def block_by_serial(serial: str) -> str | None:
-    for name in sysfs.listdir("/sys/class/block"):
-        if sysfs.read(f"/sys/class/block/{name}/device/serial") == serial and not (
-                sysfs.exists(f"/sys/class/block/{name}/partition")):
-            return name
-    return None
+    return SystemView(sysfs.ROOT).disk_by_serial(serial)
 
 
 def root_device_names() -> set[str]:
     """Block devices under / (the root filesystem's device, its disk and the disks below md/dm)."""
-    text = sysfs.read("/proc/self/mountinfo", "") or ""
-    numbers = {line.split()[2] for line in text.splitlines() if len(line.split()) > 4 and line.split()[4] == "/"}
-    names = set()
-    for name in sysfs.listdir("/sys/class/block"):
-        if sysfs.read(f"/sys/class/block/{name}/dev") in numbers:
-            names.add(name)
-    pending = list(names)
-    while pending:   # walk down: partition -> disk, md/dm -> slaves
-        name = pending.pop()
-        real = sysfs.path(f"/sys/class/block/{name}").resolve()
-        parent = real.parent.name
-        if sysfs.exists(f"/sys/class/block/{name}/partition") and parent not in names:
-            names.add(parent)
-            pending.append(parent)
-        for slave in sysfs.listdir(f"/sys/class/block/{name}/slaves"):
-            if slave not in names:
-                names.add(slave)
-                pending.append(slave)
-    return names
+    return SystemView(sysfs.ROOT).root_devices()
 
 
 def local_md_arrays() -> list[dict]:
     from fxprobe.tools.mdadm import parse_mdstat
-    return [a.to_dict() for a in parse_mdstat(sysfs.read("/proc/mdstat", "") or "")]
+    return [a.to_dict() for a in parse_mdstat(sysfs.read(MDSTAT, "") or "")]
 
 
 class HostDrive(Method):
@@ -381,23 +355,23 @@ class SysfsRemove(HostDrive):
         ctrl = controller_by_serial(self.serial)
         if ctrl is None:
             return None
-        device = sysfs.path(f"/sys/class/nvme/{ctrl}/device").resolve()
+        device = sysfs.path(controller_attribute(ctrl, "device")).resolve()
         return device if (device / "remove").exists() else None
 
     def probe(self) -> str | None:
         if controller_by_serial(self.serial) is None:
-            return f"no NVMe controller with serial {self.serial} in /sys/class/nvme"
+            return f"no NVMe controller with serial {self.serial} in {NVME_CLASS}"
         if self.pci_path() is None:
             return f"NVMe drive {self.serial} has no sysfs 'remove' (not a PCI device: a fabrics controller?)"
         return None
 
     def plan(self) -> list[str]:
         return [f"echo 1 > {self.pci_path() or '<pci device>'}/remove (drive {self.serial})",
-                "restore: echo 1 > /sys/bus/pci/rescan"]
+                f"restore: echo 1 > {PCI_RESCAN}"]
 
     @classmethod
     def undo(cls, record: dict, ctx: "RestoreContext") -> str:
-        _write(sysfs.path("/sys/bus/pci/rescan"), "1")
+        _write(sysfs.path(PCI_RESCAN), "1")
         return f"PCI bus rescanned (drive {record['serial']})"
 
     def restore_record(self) -> dict:
@@ -450,7 +424,7 @@ class NullBlkPower(Method):
 
     @property
     def folder(self) -> str:
-        return f"/sys/kernel/config/nullb/{_need(self.fault, 'nullb', 'drive-pull via nullblk')}"
+        return f"{NULLB_CONFIGFS}/{_need(self.fault, 'nullb', 'drive-pull via nullblk')}"
 
     @property
     def target(self) -> str:
@@ -489,7 +463,7 @@ class NetlinkLink(Method):
         return self.interface
 
     def probe(self) -> str | None:
-        if not sysfs.exists(f"/sys/class/net/{self.interface}"):
+        if not sysfs.exists(f"{NET_CLASS}/{self.interface}"):
             return f"no network interface {self.interface!r} here"
         return None
 

@@ -81,6 +81,12 @@ def _int(text: str | None) -> int | None:
     return int(text) if text and text.strip().isdigit() else None
 
 
+def controller_by_serial(serial: str) -> str | None:
+    """The controller (nvme0) whose drive reports ``serial``."""
+    return next((name for name in sysfs.listdir("/sys/class/nvme")
+                 if sysfs.read(f"/sys/class/nvme/{name}/serial") == serial), None)
+
+
 def controllers() -> list[SysController]:
     result = []
     slots = pci_slots()

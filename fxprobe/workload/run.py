@@ -28,7 +28,8 @@ from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, 
 from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
 from fxprobe.core.verdict import Criterion, Verdict
-from fxprobe.host.safety import RemoteSystemView, SystemView, TargetCheck, check_target
+from fxprobe.host.safety import TargetCheck, check_target
+from fxprobe.tools.blockdev import RemoteSystemView, SystemView
 from fxprobe.tools import fio, fio_logs, procs
 from fxprobe.tools.fio import Node
 

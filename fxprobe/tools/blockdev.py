@@ -1,0 +1,146 @@
+"""Block devices as sysfs and /proc/self/mountinfo show them (``SystemView``: read under a root, ``/`` on a real
+machine and a captured tree in tests; ``RemoteSystemView``: the same questions asked on a node through its host).
+The target check every destructive step goes through (host.safety) and the host fault methods ask here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fxprobe.core.kernel import BLOCK_DEVICES, MOUNTINFO
+
+
+class SystemView:
+    """sysfs and mountinfo, read under ``root`` (``/`` on a real machine; a tree in tests)."""
+
+    def __init__(self, root: Path = Path("/")):
+        self.root = Path(root)
+
+    # -- primitives (RemoteSystemView answers them over the node's host) ----------
+    def read(self, path: str) -> str | None:
+        try:
+            return (self.root / path.lstrip("/")).read_text().strip()
+        except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError):
+            return None
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path.lstrip("/")).exists()
+
+    def is_dir(self, path: str) -> bool:
+        return (self.root / path.lstrip("/")).is_dir()
+
+    def listdir(self, path: str) -> list[str]:
+        folder = self.root / path.lstrip("/")
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path) if self.root == Path("/") else path
+
+    def writable(self, path: str) -> bool:
+        return os.access(self.root / path.lstrip("/"), os.W_OK)
+
+    # -- block devices ------------------------------------------------------
+    def _read(self, *parts: str) -> str | None:
+        return self.read("/".join(parts))
+
+    def is_block(self, name: str) -> bool:
+        return self.exists(f"{BLOCK_DEVICES}/{name}")
+
+    def dev_number(self, name: str) -> str | None:
+        return self._read(BLOCK_DEVICES, name, "dev")
+
+    def size_bytes(self, name: str) -> int | None:
+        sectors = self._read(BLOCK_DEVICES, name, "size")
+        return int(sectors) * 512 if sectors and sectors.isdigit() else None
+
+    def is_partition(self, name: str) -> bool:
+        return self.exists(f"{BLOCK_DEVICES}/{name}/partition")
+
+    def partitions(self, name: str) -> list[str]:
+        base = f"{BLOCK_DEVICES}/{name}"
+        return [p for p in self.listdir(base) if self.exists(f"{base}/{p}/partition")]
+
+    def holders(self, name: str) -> list[str]:
+        return self.listdir(f"{BLOCK_DEVICES}/{name}/holders")
+
+    def slaves(self, name: str) -> list[str]:
+        """The devices below an md or dm device."""
+        return self.listdir(f"{BLOCK_DEVICES}/{name}/slaves")
+
+    def identity(self, name: str) -> str:
+        for parts in (("device", "serial"), ("serial",), ("wwid",), ("device", "wwid")):
+            value = self._read(BLOCK_DEVICES, name, *parts)
+            if value:
+                return value
+        backing = self._read(BLOCK_DEVICES, name, "loop", "backing_file")
+        return f"loop:{backing}" if backing else ""
+
+    def mounts(self) -> list[tuple[str, str, str]]:
+        """(major:minor, mount point, source) for each line of mountinfo."""
+        text = self._read(MOUNTINFO) or ""
+        out = []
+        for line in text.splitlines():
+            fields = line.split()
+            if len(fields) < 5:
+                continue
+            source = ""
+            if "-" in fields:
+                after = fields[fields.index("-") + 1:]
+                source = after[1] if len(after) > 1 else ""
+            out.append((fields[2], fields[4], source))
+        return out
+
+    # -- questions of this machine's drives (the host fault methods) ------------------
+    def disk_by_serial(self, serial: str) -> str | None:
+        """The whole disk (not a partition) whose device reports ``serial``."""
+        for name in self.listdir(BLOCK_DEVICES):
+            if self._read(BLOCK_DEVICES, name, "device", "serial") == serial and not self.is_partition(name):
+                return name
+        return None
+
+    def root_devices(self) -> set[str]:
+        """Block devices under / (the root filesystem's device, its disk and the disks below md/dm)."""
+        numbers = {number for number, point, _ in self.mounts() if point == "/"}
+        names = {name for name in self.listdir(BLOCK_DEVICES) if self.dev_number(name) in numbers}
+        pending = list(names)
+        while pending:   # walk down: partition -> disk, md/dm -> slaves
+            name = pending.pop()
+            parent = (self.root / BLOCK_DEVICES.lstrip("/") / name).resolve().parent.name
+            below = ([parent] if self.is_partition(name) else []) + self.slaves(name)
+            for device in below:
+                if device not in names:
+                    names.add(device)
+                    pending.append(device)
+        return names
+
+
+class RemoteSystemView(SystemView):
+    """The same questions asked on a node through its host (``cat``, ``ls``, ``test``, ``readlink``)."""
+
+    def __init__(self, runner, host):
+        super().__init__(Path("/"))
+        self.runner, self.host = runner, host
+
+    def _run(self, argv: list[str]):
+        return self.runner.run(argv, timeout=30, host=self.host, always=True, label="target-check")
+
+    def read(self, path: str) -> str | None:
+        result = self._run(["cat", "/" + path.lstrip("/")])
+        return result.stdout.strip() if result.ok else None
+
+    def exists(self, path: str) -> bool:
+        return self._run(["test", "-e", "/" + path.lstrip("/")]).ok
+
+    def is_dir(self, path: str) -> bool:
+        return self._run(["test", "-d", "/" + path.lstrip("/")]).ok
+
+    def listdir(self, path: str) -> list[str]:
+        result = self._run(["ls", "-1", "/" + path.lstrip("/")])
+        return sorted(result.stdout.split()) if result.ok else []
+
+    def realpath(self, path: str) -> str:
+        result = self._run(["readlink", "-f", path])
+        return result.stdout.strip() if result.ok and result.stdout.strip() else path
+
+    def writable(self, path: str) -> bool:
+        return self._run(["test", "-w", path]).ok
