@@ -29,8 +29,6 @@ LAYERS = {"core": 0, "tools": 1, "lab": 2, "host": 3, "network": 3, "workload": 
 KERNEL_PATH_EXEMPT = {
     "host/preflight.py": "the reproducibility log reads ~35 sysfs/procfs files through core.sysfs by path; "
                          "moving them into tools/ as declarations is the preflight rewrite (issue 12, not done)",
-    "lab/target.py": "the array guest's nvmet target is written through configfs paths in the guest",
-    "workload/pattern.py": "reads /proc/diskstats and blktrace's debugfs through core.sysfs by path",
 }
 
 # (importing module, imported room) -> why the import goes upward

@@ -72,3 +72,15 @@ def test_the_kernel_checks_and_soak_telemetry_read_the_redirected_tree(guest_tre
 def test_an_empty_root_is_a_host_without_nvme(tmp_path, monkeypatch):
     monkeypatch.setattr(sysfs, "ROOT", tmp_path)
     assert nvme_sysfs.controllers() == [] and not kernel.has(kernel.NVME_CLASS)
+
+
+def test_the_array_guest_finds_its_pcie_drives_by_serial_in_the_redirected_tree(tmp_path, monkeypatch):
+    """lab.target (run in the array guest) maps serials to the first namespace of each PCIe controller."""
+    for ctrl, transport, serial in (("nvme0", "pcie", "FXLS00"), ("nvme1", "pcie", "FXLS01"), ("nvme2", "tcp", "X")):
+        write(tmp_path, f"/sys/class/nvme/{ctrl}/transport", transport)
+        write(tmp_path, f"/sys/class/nvme/{ctrl}/serial", serial)
+        (tmp_path / f"sys/class/nvme/{ctrl}/{ctrl}n1").mkdir()
+    (tmp_path / "sys/class/nvme/nvme1/nvme1n2").mkdir()
+    write(tmp_path, "/sys/class/nvme/nvme3/transport", "pcie")        # no serial yet: skipped
+    monkeypatch.setattr(sysfs, "ROOT", tmp_path)
+    assert nvme_sysfs.pcie_namespaces_by_serial() == {"FXLS00": "/dev/nvme0n1", "FXLS01": "/dev/nvme1n1"}

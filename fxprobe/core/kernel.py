@@ -17,6 +17,9 @@ CONFIGFS = "/sys/kernel/config"             # where configfs is mounted
 NVMET_CONFIGFS = f"{CONFIGFS}/nvmet"
 NULLB_CONFIGFS = f"{CONFIGFS}/nullb"
 MDSTAT = "/proc/mdstat"
+DISKSTATS = "/proc/diskstats"                # I/O counters of every block device (iostats.rst)
+DEBUGFS = "/sys/kernel/debug"
+DEBUGFS_BLOCK = f"{DEBUGFS}/block"           # blktrace's relay files live here
 PROC_NET_TCP = "/proc/net/tcp"               # TCP sockets (IPv4), their states
 STDIN = "/proc/self/fd/0"     # this process's stdin (lab guests have no /dev/stdin)
 
@@ -42,6 +45,11 @@ def has(place: str) -> bool:
 def controller_attribute(controller: str, name: str) -> str:
     """The path of a controller's attribute (fast_io_fail_tmo, kato, address ...)."""
     return f"{NVME_CLASS}/{controller}/{name}"
+
+
+def block_attribute(device: str, name: str) -> str:
+    """The path of a block device's attribute (queue/max_sectors_kb, size ...)."""
+    return f"{BLOCK_DEVICES}/{device}/{name}"
 
 
 def subsystem_attribute(subsystem: str, name: str) -> str:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from fxprobe.tools import mdadm
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError
+from fxprobe.tools.nvme_sysfs import pcie_namespaces_by_serial
 from fxprobe.tools.nvmet import NvmetRoot
+from fxprobe.core.kernel import MDSTAT
 from fxprobe.core.runner import Runner
 
 
@@ -37,26 +39,10 @@ class PortSpec:
         return cls(int(parts[0]), parts[1], parts[2], int(parts[3]) if len(parts) == 4 else 4420)
 
 
-def nvme_namespaces_by_serial(sys_root: Path = Path("/sys")) -> dict[str, str]:
-    """{serial: "/dev/nvmeXnY"} for local (PCIe) NVMe controllers' first namespace."""
-    found = {}
-    for ctrl in sorted((sys_root / "class" / "nvme").glob("nvme*")):
-        try:
-            if (ctrl / "transport").read_text().strip() != "pcie":
-                continue
-            serial = (ctrl / "serial").read_text().strip()
-        except OSError:
-            continue
-        namespaces = sorted(p.name for p in ctrl.glob(f"{ctrl.name}n*") if p.name[len(ctrl.name) + 1:].isdigit())
-        if namespaces:
-            found[serial] = f"/dev/{namespaces[0]}"
-    return found
-
-
 def wait_for_serials(serials: list[str], timeout: float = 60.0) -> dict[str, str]:
     deadline = time.monotonic() + timeout
     while True:
-        found = nvme_namespaces_by_serial()
+        found = pcie_namespaces_by_serial()
         missing = [s for s in serials if s not in found]
         if not missing:
             return {s: found[s] for s in serials}
@@ -72,7 +58,7 @@ def wait_for_md_link(runner: Runner, md: str, timeout: float = 60.0) -> str:
     while not os.path.exists(md):
         if time.monotonic() > deadline:
             raise ToolError(f"{md} did not appear within {timeout:.0f} s after mdadm --create",
-                            hint="is udevd running? see /proc/mdstat")
+                            hint=f"is udevd running? see {MDSTAT}")
         runner.run(["udevadm", "settle", "--timeout=10"], timeout=20)
         time.sleep(0.2)
     return os.path.realpath(md)

@@ -87,6 +87,20 @@ def controller_by_serial(serial: str) -> str | None:
                  if sysfs.read(f"/sys/class/nvme/{name}/serial") == serial), None)
 
 
+def pcie_namespaces_by_serial() -> dict[str, str]:
+    """{serial: "/dev/nvmeXnY"} for local (PCIe) NVMe controllers' first namespace."""
+    found = {}
+    for ctrl in sysfs.listdir("/sys/class/nvme"):
+        base = f"/sys/class/nvme/{ctrl}"
+        serial = sysfs.read(f"{base}/serial")
+        if sysfs.read(f"{base}/transport") != "pcie" or serial is None:
+            continue
+        namespaces = sorted(e for e in sysfs.listdir(base) if e.startswith(f"{ctrl}n") and e[len(ctrl) + 1:].isdigit())
+        if namespaces:
+            found[serial] = f"/dev/{namespaces[0]}"
+    return found
+
+
 def controllers() -> list[SysController]:
     result = []
     slots = pci_slots()

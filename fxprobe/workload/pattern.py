@@ -14,8 +14,10 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable
 
+from fxprobe.core import sysfs
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput, NotRunnable, ParseError
+from fxprobe.core.kernel import BLOCK_DEVICES, DEBUGFS, DEBUGFS_BLOCK, DISKSTATS, block_attribute
 from fxprobe.core.runner import Runner
 
 SECTOR = 512
@@ -32,7 +34,7 @@ class DiskStat:
         return self.values[key]
 
 
-def parse_diskstats(text: str, source: str = "/proc/diskstats") -> dict[str, DiskStat]:
+def parse_diskstats(text: str, source: str = DISKSTATS) -> dict[str, DiskStat]:
     """Lines ``major minor name`` + 11, 15, 17 or more counters (iostats.rst)."""
     out = {}
     for number, line in enumerate(text.splitlines(), 1):
@@ -134,9 +136,9 @@ def summarise_diskstats(samples: list[tuple[float, DiskStat]], device: str,
         tuple(notes))
 
 
-def sample_diskstats(device: str, seconds: float, interval: float = 0.5, root: Path = Path("/"),
+def sample_diskstats(device: str, seconds: float, interval: float = 0.5, root: Path | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> list[tuple[float, DiskStat]]:
-    path = root / "proc/diskstats"
+    path = sysfs.path(DISKSTATS, root)
     samples = []
     deadline = time.monotonic() + seconds
     while True:
@@ -195,22 +197,22 @@ def parse_blkparse(text: str, device: str, seconds: float, max_request_bytes: in
         sequential / total if total else None, max_request_bytes)
 
 
-def probe_blktrace(root: Path = Path("/")) -> str | None:
-    if not (root / "sys/kernel/debug/block").is_dir():
-        return "blktrace needs debugfs at /sys/kernel/debug (mount -t debugfs none /sys/kernel/debug)"
+def probe_blktrace(root: Path | None = None) -> str | None:
+    if not sysfs.path(DEBUGFS_BLOCK, root).is_dir():
+        return f"blktrace needs debugfs at {DEBUGFS} (mount -t debugfs none {DEBUGFS})"
     return None
 
 
 def capture(device: str, seconds: float, *, runner: Runner, method: str = "auto", interval: float = 0.5,
-            root: Path = Path("/")) -> PatternSummary:
+            root: Path | None = None) -> PatternSummary:
     """Capture the I/O pattern of /dev/NAME (or NAME) for ``seconds``."""
     if seconds <= 0:
         raise BadInput(f"--seconds must be > 0 (got {seconds})")
     name = Path(device).name
-    if not (root / "sys/class/block" / name).exists():
+    if not sysfs.exists(f"{BLOCK_DEVICES}/{name}", root):
         raise BadInput(f"pattern capture: {device} is not a block device here")
-    max_kb = (root / "sys/class/block" / name / "queue/max_sectors_kb")
-    max_bytes = int(max_kb.read_text()) * 1024 if max_kb.exists() else None
+    max_kb = sysfs.read(block_attribute(name, "queue/max_sectors_kb"), None, root)
+    max_bytes = int(max_kb) * 1024 if max_kb and max_kb.isdigit() else None
     reason = probe_blktrace(root)
     if method == "blktrace" and reason:
         raise NotRunnable(reason)
