@@ -56,44 +56,56 @@ def _rmdir(path: Path) -> None:
 
 
 @dataclass(frozen=True)
-class Namespace:
+class Node:
+    """One configfs folder of nvmet (nvmetcli's node): its path, its attribute files read and written by name
+    (errors name the path), the names of the entries of a sub-folder."""
+
     path: Path
 
+    def get(self, name: str) -> str:
+        return _read(self.path / name)
+
+    def set(self, name: str, value: str) -> None:
+        _write(self.path / name, value)
+
+    def entries(self, folder: str) -> list[str]:
+        where = self.path / folder
+        return sorted(p.name for p in where.iterdir()) if where.is_dir() else []
+
+
+class Namespace(Node):
     @property
     def nsid(self) -> int:
         return int(self.path.name)
 
     @property
     def device_path(self) -> str:
-        return _read(self.path / "device_path")
+        return self.get("device_path")
 
     @property
     def enabled(self) -> bool:
-        return _read(self.path / "enable") == "1"
+        return self.get("enable") == "1"
 
     def set_device(self, device: str) -> None:
         if self.enabled:
-            _write(self.path / "enable", "0")
-        _write(self.path / "device_path", device)
+            self.set("enable", "0")
+        self.set("device_path", device)
 
     def enable(self, on: bool = True) -> None:
-        _write(self.path / "enable", "1" if on else "0")
+        self.set("enable", "1" if on else "0")
 
     def to_dict(self) -> dict:
         return {"nsid": self.nsid, "device_path": self.device_path, "enabled": self.enabled}
 
 
-@dataclass(frozen=True)
-class Subsystem:
-    path: Path
-
+class Subsystem(Node):
     @property
     def nqn(self) -> str:
         return self.path.name
 
     def namespaces(self) -> list[Namespace]:
-        folder = self.path / "namespaces"
-        return sorted((Namespace(p) for p in folder.iterdir()), key=lambda n: n.nsid) if folder.is_dir() else []
+        return sorted((Namespace(self.path / "namespaces" / n) for n in self.entries("namespaces")),
+                      key=lambda n: n.nsid)
 
     def add_namespace(self, nsid: int, device: str, enable: bool = True) -> Namespace:
         namespace = Namespace(self.path / "namespaces" / str(nsid))
@@ -104,10 +116,10 @@ class Subsystem:
         return namespace
 
     def set_attr(self, name: str, value: str) -> None:
-        _write(self.path / f"attr_{name}", value)
+        self.set(f"attr_{name}", value)
 
     def attr(self, name: str) -> str:
-        return _read(self.path / f"attr_{name}")
+        return self.get(f"attr_{name}")
 
     def delete(self) -> None:
         for namespace in self.namespaces():
@@ -123,16 +135,13 @@ class Subsystem:
                 "namespaces": [n.to_dict() for n in self.namespaces()]}
 
 
-@dataclass(frozen=True)
-class Port:
-    path: Path
-
+class Port(Node):
     @property
     def port_id(self) -> int:
         return int(self.path.name)
 
     def addr(self, name: str) -> str:
-        return _read(self.path / f"addr_{name}")
+        return self.get(f"addr_{name}")
 
     def configure(self, trtype: str, traddr: str, trsvcid: str | int, adrfam: str = "ipv4") -> None:
         if trtype not in TRTYPES:
@@ -142,14 +151,11 @@ class Port:
             if current != (trtype, traddr, str(trsvcid)):
                 raise CFSError(f"{self.path}: in use as {':'.join(current)}, cannot change it while subsystems are linked")
             return
-        _write(self.path / "addr_trtype", trtype)
-        _write(self.path / "addr_adrfam", adrfam)
-        _write(self.path / "addr_traddr", traddr)
-        _write(self.path / "addr_trsvcid", str(trsvcid))
+        for name, value in (("trtype", trtype), ("adrfam", adrfam), ("traddr", traddr), ("trsvcid", str(trsvcid))):
+            self.set(f"addr_{name}", value)
 
     def subsystem_nqns(self) -> list[str]:
-        folder = self.path / "subsystems"
-        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        return self.entries("subsystems")
 
     def link(self, subsystem: Subsystem) -> None:
         link = self.path / "subsystems" / subsystem.nqn
