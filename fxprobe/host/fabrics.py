@@ -121,12 +121,9 @@ def _retrying(attempts: int) -> tenacity.Retrying:
 
 def require_fabrics(runner: Runner, transport: str, host: Host = LOCAL) -> None:
     """NotRunnable unless the node's kernel has the NVMe-oF host for this transport."""
-    result = runner.run(["test", "-c", "/dev/nvme-fabrics"], timeout=15, host=host, label="probe-fabrics",
-                        always=True)
-    if not result.ok:
-        where = f" on {host.name}" if host is not LOCAL else ""
-        raise NotRunnable(f"no NVMe over Fabrics host driver{where} (/dev/nvme-fabrics is missing)",
-                          hint=f"modprobe nvme-{transport}, or run inside the lab: fxprobe lab up")
+    reason = nvme.probe_nvme_fabrics(runner, host)
+    if reason:
+        raise NotRunnable(reason, hint=f"modprobe nvme-{transport}, or run inside the lab: fxprobe lab up")
 
 
 def discover(runner: Runner, transport: str, traddr: str, trsvcid: str = "4420", host: Host = LOCAL,
