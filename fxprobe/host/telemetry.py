@@ -96,13 +96,3 @@ def smart_logs(runner, host: Host = LOCAL, controllers: list[str] | None = None)
         except ParseError as exc:
             result[ctrl] = {"error": str(exc)}
     return result
-
-
-def probe_nvme_cli(runner) -> str | None:
-    """None when ``nvme`` runs here, else why not."""
-    from fxprobe.core.errors import NotRunnable
-    try:
-        result = runner.run(["nvme", "version"], timeout=15, label="nvme-version", always=True)
-    except NotRunnable as exc:
-        return str(exc)
-    return None if result.ok else result.failure("nvme version")

@@ -25,7 +25,7 @@ from fxprobe.soak.records import InterruptionRecord, RecordLog, load_records, re
 from fxprobe.soak.state import FioJob, FioState, SoakConfig, SoakState
 from fxprobe.soak.stream import JsonStream, parse_status_doc
 from fxprobe.soak.summary import SoakSummary, summarize
-from fxprobe.tools import fio
+from fxprobe.tools import fio, nvme
 from fxprobe.tools.fio_status import LiveFio
 
 
@@ -370,7 +370,7 @@ class Soak:
         """``nvme smart-log`` of the live controllers (in a worker thread: a slow controller
         must not hold up stall and path detection)."""
         live = [name for name, path in telemetry.path_states().items() if path["state"] == "live"]
-        if not live or telemetry.probe_nvme_cli(self.runner):
+        if not live or nvme.probe_nvme_cli(self.runner):
             return None
         smart = telemetry.smart_logs(self.runner, controllers=live)
         now = time.time()
