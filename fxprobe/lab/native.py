@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fxprobe.core import kernel, sysfs
 from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
-from fxprobe.lab.spec import MIN_DRIVES, NAME_RE, RAID_LEVELS, SUBSYS_PREFIX
+from fxprobe.lab.spec import SUBSYS_PREFIX, check_name, check_raid
 from fxprobe.lab.target import PortSpec, build_export, remove_export
 from fxprobe.lab.vm import lab_home, port_is_free
 from fxprobe.tools.nvmet import NvmetRoot
@@ -42,16 +42,13 @@ class NativeSpec:
     connect: bool = True
 
     def validate(self) -> "NativeSpec":
-        if not NAME_RE.match(self.name):
-            raise BadInput(f"lab name {self.name!r}: use 1-20 lowercase letters, digits or '-'")
-        if self.raid not in RAID_LEVELS:
-            raise BadInput(f"--raid {self.raid!r}: unknown RAID level", hint=f"use one of {', '.join(RAID_LEVELS)}")
+        check_name(self.name)
+        check_raid(self.raid)
         if not 1 <= self.drives <= 64:
             raise BadInput(f"--drives {self.drives}: the native lab makes 1 to 64 devices")
         if self.raid == "none" and self.drives != 1:
             raise BadInput("--raid none exports one device: use --drives 1")
-        if self.raid != "none" and self.drives < MIN_DRIVES[self.raid]:
-            raise BadInput(f"--raid {self.raid} needs at least {MIN_DRIVES[self.raid]} drives")
+        check_raid(self.raid, self.drives)
         if self.source not in ("auto", "null_blk", "files"):
             raise BadInput(f"source {self.source!r}: use auto, null_blk or files")
         return self

@@ -26,6 +26,21 @@ SUBSYS_PREFIX = "nqn.2026-12.io.fxprobe"
 NVME_PORT = 4420
 
 
+def check_name(name: str) -> str:
+    """A lab's name (its folder, its QEMU process names): BadInput when it is not one."""
+    if not NAME_RE.match(name):
+        raise BadInput(f"lab name {name!r}: use 1-20 lowercase letters, digits or '-', starting with a letter")
+    return name
+
+
+def check_raid(level: str, drives: int | None = None) -> None:
+    """An md level fxprobe builds (``none``: one device exported as it is) and, given ``drives``, enough of them."""
+    if level not in RAID_LEVELS:
+        raise BadInput(f"--raid {level!r}: unknown RAID level", hint=f"use one of {', '.join(RAID_LEVELS)}")
+    if drives is not None and level != "none" and drives < MIN_DRIVES[level]:
+        raise BadInput(f"--raid {level} needs at least {MIN_DRIVES[level]} drives, got {drives}")
+
+
 @dataclass(frozen=True)
 class LabSpec(AsDict):
     name: str = "default"
@@ -43,10 +58,8 @@ class LabSpec(AsDict):
     arrays: int = 1                     # array guests: array, then array2.. (drives only, see lab.arrays)
 
     def validate(self) -> "LabSpec":
-        if not NAME_RE.match(self.name):
-            raise BadInput(f"lab name {self.name!r}: use 1-20 lowercase letters, digits or '-', starting with a letter")
-        if self.raid not in RAID_LEVELS:
-            raise BadInput(f"--raid {self.raid!r}: unknown RAID level", hint=f"use one of {', '.join(RAID_LEVELS)}")
+        check_name(self.name)
+        check_raid(self.raid)
         if self.transport not in TRANSPORTS:
             raise BadInput(f"--transport {self.transport!r}: unknown transport", hint="use tcp or rdma")
         if not 1 <= self.drives <= MAX_DRIVES:
@@ -55,8 +68,7 @@ class LabSpec(AsDict):
         used = self.array_drives
         if not 0 <= used <= self.drives:
             raise BadInput(f"--raid-drives {used}: must be between 0 and --drives {self.drives}")
-        if self.raid != "none" and used < MIN_DRIVES[self.raid]:
-            raise BadInput(f"--raid {self.raid} needs at least {MIN_DRIVES[self.raid]} drives, got {used}")
+        check_raid(self.raid, used)
         if self.raid == "none" and self.raid_drives not in (None, 0, 1):
             raise BadInput("--raid none exports one drive: leave --raid-drives unset")
         if not 1 <= self.hosts <= MAX_HOSTS:
