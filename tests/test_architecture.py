@@ -2,6 +2,7 @@
 
 - only ``core/`` and ``tools/`` import ``subprocess`` or name a ``/sys`` or ``/proc`` path (the exemptions
   below are listed with their reason, and ARCHITECTURE.md lists them too);
+- no subprocess is a shell script (``["sh", "-c", ...]``);
 - no import cycle between modules (imports inside functions count: a cycle hidden in a function is one);
 - a room imports only rooms below it (``LAYERS``), exemptions listed with their reason;
 - no function longer than 60 lines in ``faults/``, ``soak/``, ``gates/``.
@@ -145,6 +146,22 @@ def test_only_core_and_tools_import_subprocess():
             if any(n == "subprocess" or n.startswith("subprocess.") for n in names):
                 offenders.append(f"{rel}:{node.lineno}")
     assert offenders == [], f"subprocess imported outside core/ and tools/ (use core.runner): {offenders}"
+
+
+SHELLS = {"sh", "bash", "dash", "/bin/sh", "/bin/bash"}
+
+
+def test_no_subprocess_is_a_shell_script():
+    """Argument lists, never shell strings: no list in fxprobe/ starts a shell with -c (a script a lab guest runs is
+    a file shipped in the package and run by path, such as tools/guestview.sh)."""
+    found = []
+    for path in modules().values():
+        for node in ast.walk(tree(path)):
+            if isinstance(node, ast.List) and len(node.elts) >= 2 and all(
+                    isinstance(e, ast.Constant) for e in node.elts[:2]) and node.elts[0].value in SHELLS \
+                    and node.elts[1].value == "-c":
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == [], f"sh -c in a subprocess: {found}"
 
 
 def test_only_core_and_tools_name_kernel_paths_unless_exempt_with_a_reason():
