@@ -279,3 +279,21 @@ def test_lab_state_file_errors_name_the_file_and_field(tmp_path):
         LabState.read(path, "t")
     with pytest.raises(ValueError):
         _state().drives[0].slot = "zero"      # assignments are checked too
+
+
+def test_a_guest_runs_fxprobe_with_the_same_minor_python_and_its_launcher_says_so(tmp_path):
+    """Guests start Debian's python of this X.Y when there is one (statically linked: seconds faster per start
+    under TCG than a --enable-shared build), with -S and the path of this process's imports; the guest's
+    `fxprobe` command (the share's bin/fxprobe) is that same argv."""
+    import sys
+    from fxprobe.lab import guestpython
+    argv = guestpython.python_argv("fxprobe.cli.main", "--version")
+    assert argv[0] == "env" and argv[1].startswith("PYTHONPATH=") and argv[3:] == ["-S", "-m", "fxprobe.cli.main",
+                                                                                    "--version"]
+    assert argv[2].endswith(f"python{sys.version_info.major}.{sys.version_info.minor}") or argv[2] == sys.executable
+    import fxprobe
+    assert argv[1].split("=", 1)[1].split(":")[0] == str(Path(fxprobe.__file__).resolve().parent.parent)
+    guestpython.write_launcher(tmp_path)
+    text = (tmp_path / "bin" / "fxprobe").read_text()
+    assert text.startswith("#!/bin/sh\n") and f"{argv[2]} -S -m fxprobe.cli.main \"$@\"" in text
+    assert (tmp_path / "bin" / "fxprobe").stat().st_mode & 0o100

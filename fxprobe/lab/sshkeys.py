@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fxprobe.core.runner import Runner
+from fxprobe.lab import guestpython
 
 CLIENT_KEY = "id_ed25519"
 HOST_KEY = "ssh_host_ed25519_key"
@@ -58,7 +59,8 @@ def write_known_hosts(folder: Path, host_pub: str, ports: Iterable[int]) -> None
 
 def write_guest_files(folder: Path, share: Path, client_pub: str, python_bin: str) -> None:
     """sshd config, host key and authorized key in a guest's share (copied to /etc/fxlab at boot)."""
-    path = ":".join([python_bin, "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+    guestpython.write_launcher(share)
+    path = ":".join([guestpython.GUEST_BIN, python_bin, "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
     (share / "sshd_config").write_text(SSHD_CONFIG.format(host_key=HOST_KEY, path=path))
     (share / "authorized_keys").write_text(client_pub + "\n")
     shutil.copyfile(folder / HOST_KEY, share / HOST_KEY)

@@ -40,6 +40,7 @@ from fxprobe.core.errors import BadInput, FxprobeError, NotRunnable, ToolError
 from fxprobe.core.kernel import PROC_NET_TCP
 from fxprobe.core.hosts import SshHost, never_connected
 from fxprobe.lab import sshkeys
+from fxprobe.lab.guestpython import python_argv
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
 from fxprobe.lab.kernel import ensure_kernel
 from fxprobe.lab.qemu import ARRAY_MEMORY_MB, GuestConfig, Nic, _alive, choose_accel, guest_argv, qemu_binary
@@ -237,12 +238,8 @@ class Lab:
                                label=label, what=f"in lab guest {guest}", retry_if=never_connected, attempts=3)
 
     def python(self, module: str, *args: str) -> list[str]:
-        """argv that runs a fxprobe module inside a guest with this process's interpreter and imports.
-
-        The guests see the host's / over 9p; ``-S`` skips site's scan of site-packages and its .pth
-        files (seconds per start under TCG) and PYTHONPATH names the same folders instead, so the guest
-        imports exactly the fxprobe and libraries this process does."""
-        return ["env", f"PYTHONPATH={guest_python_path()}", sys.executable, "-S", "-m", module, *args]
+        """argv that runs a fxprobe module inside a guest with this process's imports (lab.guestpython)."""
+        return python_argv(module, *args)
 
     def qmp(self, guest: str) -> Qmp:
         return Qmp(Path(self.state.guests[self.guest_name(guest)].qmp))
@@ -686,15 +683,6 @@ class Lab:
             shutil.rmtree(self.folder)
             done.append(f"removed {self.folder}")
         return done
-
-
-@functools.lru_cache(maxsize=1)
-def guest_python_path() -> str:
-    """The folder holding the fxprobe package, then this interpreter's site-packages folders."""
-    import fxprobe
-    root = str(Path(fxprobe.__file__).resolve().parent.parent)
-    sites = [p for p in sys.path if p and p != root and Path(p).name in ("site-packages", "dist-packages")]
-    return ":".join([root, *sites])
 
 
 def down_by_name(name: str, runner: Runner | None = None) -> list[str]:
