@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-from collections import Counter
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio, fio_logs
 from fxprobe.workload.run import bandwidth_series
+from histref import independent_merge, numpy_percentile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 T0 = 1_764_000_000_000
@@ -98,25 +98,6 @@ def write_hist(path: Path, rng, windows: int, coarseness: int = 0, prio: bool = 
     return path
 
 
-def independent_merge(paths: list[Path], prefix: int, values: list[int]) -> dict:
-    """Python's csv module, a Counter of bin value per direction (None: all): no numpy, no pyarrow."""
-    merged: dict = {None: Counter(), 0: Counter(), 1: Counter()}
-    for path in paths:
-        with open(path, newline="") as handle:
-            for row in csv.reader(handle, skipinitialspace=True):
-                counts = {v: int(c) for v, c in zip(values, row[prefix:]) if c != "0"}
-                merged[int(row[1])].update(counts)
-                merged[None].update(counts)
-    return merged
-
-
-def numpy_percentile(merged: Counter, percent: float) -> int:
-    """The inverted-CDF percentile of every sample, expanded (fio's rule, computed another way)."""
-    values = sorted(v for v, c in merged.items() if c)
-    samples = np.repeat(values, [merged[v] for v in values])
-    return int(np.percentile(samples, percent, method="inverted_cdf"))
-
-
 @pytest.mark.parametrize("coarseness,prio", [(0, False), (2, True)])
 def test_merged_hist_percentiles_equal_an_independent_merge(tmp_path, coarseness, prio):
     rng = np.random.default_rng(11 + coarseness)
@@ -167,3 +148,23 @@ def test_a_bad_hist_line_is_named_by_line_across_blocks(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ParseError, match=r"e_clat_hist.1.log.*' x0'.*at line 28\b"):
         fio_logs.merge_hist_logs([path], block_bytes=16 << 10)
+
+
+def test_hist_logs_through_fio_s_client_are_undone_as_the_server_differenced_them():
+    """A real fio 3.33 client/server run (randrw, 200/100 IOPS, 500 ms hist windows): the lines summed
+    overcount; the last two lines per direction are the job's histogram, bin for bin within its json+."""
+    path = FIXTURES / "client-randrw_clat_hist.1.log.127.0.0.1"
+    text = (FIXTURES / "client-randrw-jsonplus-3.33.json").read_text()
+    job = json.loads(text[text.index("\n{") + 1:])["client_stats"][0]
+    plain = fio_logs.merge_hist_logs([path])
+    merged = fio_logs.merge_hist_logs([path], fio_client=True, block_bytes=16 << 10)
+    values = fio.hist_bin_values_ns(fio.PLAT_NR, 0)
+    reference = independent_merge([path], 3, values, fio_client=True)
+    for ddir, name in ((0, "read"), (1, "write")):
+        json_bins = {int(k): v for k, v in job[name]["clat_ns"]["bins"].items()}
+        assert plain.samples(ddir) > job[name]["total_ios"]              # the naive sum overcounts
+        assert merged.bins(ddir) == dict(sorted(reference[ddir].items()))
+        assert all(count <= json_bins.get(value, 0) for value, count in merged.bins(ddir).items())
+        # 5 windows of 500 ms logged out of the 3 s measured: the last half second is in json+ only
+        assert 0.8 * job[name]["total_ios"] <= merged.samples(ddir) <= job[name]["total_ios"]
+        assert merged.percentile(99, ddir) == numpy_percentile(reference[ddir], 99)

@@ -20,6 +20,7 @@ from fxprobe.cli.main import main
 from fxprobe.lab import forward
 from fxprobe.lab.vm import listening_ports
 from fxprobe.tools import fio
+from histref import independent_merge, numpy_percentile
 
 pytestmark = pytest.mark.lab
 
@@ -105,6 +106,19 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
     for repeat in wl["repeats"]:
         assert set(repeat["per_node_bw"]) == {"host1", "host2"}
         assert repeat["series"]   # bw logs came back from both servers
+        view = repeat["stragglers"]       # when the first and the last node finished, the aggregate until each
+        assert sorted(s["node"] for s in view["spans"]) == ["host1", "host2"]
+        assert 0 < view["first_finished_s"] <= view["last_finished_s"] and view["first_aggregate_bps"] > 0
+    assert sorted(wl["node_figures"]) == ["host1", "host2"]
+    assert all(f["samples"] > 0 and f["p50_ns"] <= f["p99_ns"] for f in wl["node_figures"].values())
+    # the merged p50/p99 of the raw clat_hist logs both guests sent back equal an independent merge of them
+    (run,) = (tmp_path / "runs").glob("*-run")
+    logs = sorted((run / "raw").glob("*_clat_hist.*.log.127.0.1.*"))
+    reference = independent_merge(logs, 3, fio.hist_bin_values_ns(fio.PLAT_NR, 0), fio_client=True)[0]
+    hist = wl["hist_logs"]
+    assert hist["nodes"] == ["host1", "host2"] and hist["files"] == len(logs) == 2 * 2 * 3
+    assert 0 < hist["samples"] == sum(reference.values()) <= wl["latency_samples"]
+    assert [hist["percentiles_ns"][f"p{p}"] for p in (50, 99)] == [numpy_percentile(reference, p) for p in (50, 99)]
     # one fio client here dialed both guests through forwarded loopback ports
     clients, servers = fio_commands(tmp_path)
     assert clients and all(sum(a.startswith("--client=ip:127.0.1.") for a in argv) == 2 for argv in clients)

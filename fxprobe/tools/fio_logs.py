@@ -13,6 +13,14 @@ and each block is folded into running sums at once; hosts are read side by side 
   summed bin by bin (exact: every host logs the same bin layout), so fleet percentiles follow
   fio's own rule over all samples (percentiles themselves can never be averaged).
 
+Hist logs that fio's client wrote for a ``fio --server`` (named ``….log.<address>``) are not per-window
+counts: the server turns its cumulative snapshots C1, C2, … into differences in place before sending
+them (server.c ``__fio_append_iolog_gz_hist``), so each one is taken from the previous, already
+differenced entry: line i holds Di = Ci - D(i-1). Every Di is >= 0, and the lines summed overcount (seen:
+64 samples in one job's log where its json+ had 40). The job's histogram at its last line is
+Cn = Dn + D(n-1) (a window's own counts are Di - D(i-2)); ``merge_hist_logs(..., fio_client=True)``
+takes that, per direction, and agrees bin for bin with the job's json+ up to the I/O after its last line.
+
 Peak memory is one block per core plus the sums (a series of windows, or bins per direction).
 Formats: axboe/fio HOWTO.rst "Log File Formats"; histogram bins as stat.h lays them out
 (``fio.bin_value_ns``), folded by ``log_hist_coarseness`` as tools/hist/fiologparser_hist.py does.
@@ -323,11 +331,14 @@ def iter_hist_blocks(log: LogSource, source: str | None = None, *,
             yield block
 
 
-def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES) -> FleetHistogram:
+def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES,
+                    fio_client: bool = False) -> FleetHistogram:
     """Sum the latency histograms of many hosts' hist logs bin by bin, block by block.
 
     Every log must have the same bin layout (``log_hist_coarseness``); one that differs is a
-    ParseError naming it, since bins of different widths cannot be summed exactly."""
+    ParseError naming it, since bins of different widths cannot be summed exactly. ``fio_client``:
+    the logs came back through fio's client from ``fio --server`` (see the module's note), so each
+    log's histogram is its last two lines per direction added, not all its lines."""
     counts: dict[int, np.ndarray] = {}
     layout = None
     windows, hosts = 0, []
@@ -343,6 +354,7 @@ def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES
             raise ParseError(name, "bins", f"{width - prefix} bins per line (log_hist_coarseness {coarseness}); "
                              f"{layout[2]} has {layout[0]} (coarseness {layout[1]}): cannot merge bin by bin")
         hosts.append(name)
+        tails: dict[int, np.ndarray] = {}      # fio_client: each direction's last two lines so far
         for block in iter_hist_blocks(log, name, block_bytes=block_bytes):
             if block.shape[1] != width:
                 raise ParseError(name, "bins", f"{block.shape[1]} fields per line after {width} on the first")
@@ -352,8 +364,15 @@ def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES
             windows += len(ddirs)
             present = np.unique(ddirs).tolist()
             for d in present:
-                total = (bins if len(present) == 1 else bins[ddirs == d]).sum(axis=0)
+                rows = bins if len(present) == 1 else bins[ddirs == d]
+                if fio_client:
+                    tails[d] = np.concatenate([tails[d], rows[-2:]])[-2:] if d in tails else rows[-2:]
+                    continue
+                total = rows.sum(axis=0)
                 counts[d] = counts[d] + total if d in counts else total
+        for d, rows in tails.items():
+            total = rows.sum(axis=0)
+            counts[d] = counts[d] + total if d in counts else total
     if layout is None:
         return FleetHistogram(0, (), {}, 0, ())
     return FleetHistogram(layout[1], tuple(hist_bin_values_ns(layout[0], layout[1])), counts, windows, tuple(hosts))

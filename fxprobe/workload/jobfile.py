@@ -34,8 +34,10 @@ def _per_job_regions(d: Derivation) -> bool:
 
 
 def job_options(d: Derivation, target: Target, *, mode: str = "measure",
-                log_prefix: str | None = None, log_msec: int = 1000) -> list[tuple[str, str]]:
-    """The [global] options as (key, value) pairs. ``mode`` is "measure" or "layout"."""
+                log_prefix: str | None = None, log_msec: int = 1000, hist_log: bool = False) -> list[tuple[str, str]]:
+    """The [global] options as (key, value) pairs. ``mode`` is "measure" or "layout". With ``log_prefix``
+    the measured job writes bandwidth and IOPS logs of ``log_msec`` windows, and with ``hist_log`` also
+    its completion-latency histograms (``PREFIX_clat_hist.N.log``, fio's full bin layout) per window."""
     if mode not in ("measure", "layout"):
         raise ValueError(f"mode must be measure or layout, not {mode!r}")
     opts: list[tuple[str, str]] = []
@@ -78,11 +80,13 @@ def job_options(d: Derivation, target: Target, *, mode: str = "measure",
     if log_prefix and not layout:
         opts += [("write_bw_log", log_prefix), ("write_iops_log", log_prefix),
                  ("log_avg_msec", str(log_msec)), ("log_unix_epoch", "1")]
+        if hist_log:
+            opts += [("write_hist_log", log_prefix), ("log_hist_msec", str(log_msec))]
     return opts
 
 
 def job_text(d: Derivation, target: Target, *, mode: str = "measure", log_prefix: str | None = None,
-             log_msec: int = 1000, jobs: int | None = None) -> str:
+             log_msec: int = 1000, jobs: int | None = None, hist_log: bool = False) -> str:
     """A complete fio job file; the derivation is repeated as comments at the top."""
     if jobs is None:
         jobs = 1 if (mode == "layout" and target.block and not _per_job_regions(d)) else d.jobs
@@ -91,6 +95,6 @@ def job_text(d: Derivation, target: Target, *, mode: str = "measure", log_prefix
     if target.block:
         head.append(f"; raw device {target.path}: {region_bytes(d):,} B region, chunks back to back")
     body = ["[global]"] + [f"{k}={v}" for k, v in job_options(d, target, mode=mode, log_prefix=log_prefix,
-                                                              log_msec=log_msec)]
+                                                              log_msec=log_msec, hist_log=hist_log)]
     body += ["", f"[{d.profile if mode == 'measure' else d.profile + '-layout'}]", f"numjobs={jobs}"]
     return "\n".join(head + [""] + body) + "\n"

@@ -32,6 +32,7 @@ from fxprobe.host.safety import TargetCheck, check_target
 from fxprobe.tools.blockdev import RemoteSystemView, SystemView
 from fxprobe.tools import fio, fio_logs, procs
 from fxprobe.tools.fio import Node
+from fxprobe.workload import fleet
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 REPEAT_DIFF_LIMIT_PCT = 5.0
@@ -89,10 +90,14 @@ class RepeatResult:
     job_file: str
     cache: str
     bins: dict = field(default_factory=dict, repr=False)
+    per_node_iops: dict = field(default_factory=dict)
+    node_bins: dict = field(default_factory=dict, repr=False)     # node -> its json+ bins
+    stragglers: fleet.Stragglers | None = None                    # two or more nodes
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data.pop("bins")
+        data.pop("node_bins")
         data["series"] = [list(p) for p in self.series]
         data["iops_series"] = [list(p) for p in self.iops_series]
         data["percentiles_ns"] = {f"p{k:g}": v for k, v in self.percentiles_ns.items()}
@@ -120,6 +125,8 @@ class WorkloadResult:
     fraction_of_ceiling: float | None
     job_file: str
     notes: tuple[str, ...] = ()
+    node_figures: dict = field(default_factory=dict)          # node -> fleet.NodeFigures (two or more nodes)
+    hist_logs: fleet.HistLogs | None = None                   # client/server runs: the raw clat_hist logs merged
 
     def to_dict(self) -> dict:
         return {"profile": self.profile, "target": self.target, "direction": self.direction,
@@ -131,7 +138,9 @@ class WorkloadResult:
                 "latency_samples": self.latency_samples, "steady_attained": self.steady_attained,
                 "per_node_bw_bytes": self.per_node_bw, "slowest_node": self.slowest_node,
                 "ceiling_bps": self.ceiling_bps, "fraction_of_ceiling": self.fraction_of_ceiling,
-                "job_file": self.job_file, "notes": list(self.notes)}
+                "job_file": self.job_file, "notes": list(self.notes),
+                "node_figures": {k: v.to_dict() for k, v in self.node_figures.items()},
+                "hist_logs": self.hist_logs.to_dict() if self.hist_logs else None}
 
     def lines(self) -> list[str]:
         bw = self.bandwidth
@@ -147,11 +156,16 @@ class WorkloadResult:
                       if bw.flagged else f"; repeats within {bw.max_pair_diff_pct:.2f} %"))
         out.append("  latency (merged json+ bins, " + f"{self.latency_samples:,} samples): "
                    + ", ".join(f"p{k:g} {_ms(v)}" for k, v in self.percentiles_ns.items()))
+        if self.hist_logs:
+            out.append("  " + self.hist_logs.line())
         out.append(f"  steady state attained in {self.steady_attained} of {len(self.repeats)} repeats")
         if len(self.per_node_bw) > 1:
             for node, value in self.per_node_bw.items():
-                out.append(f"  node {node}: {value / 1e6:,.1f} MB/s")
+                own = self.node_figures.get(node)
+                out.append(f"  node {node}: {value / 1e6:,.1f} MB/s" + (
+                    f", {own.iops:,.1f} IOPS, p50 {_ms(own.p50_ns)}, p99 {_ms(own.p99_ns)}" if own else ""))
             out.append(f"  slowest node: {self.slowest_node}")
+            out += [f"  repeat {r.index}: {r.stragglers.line()}" for r in self.repeats if r.stragglers]
         if self.fraction_of_ceiling is not None:
             out.append(f"  aggregate {bw.mean * 8 / 1e9:.2f} Gb/s = {self.fraction_of_ceiling * 100:.1f} % "
                        f"of the {self.ceiling_bps / 1e9:g} Gb/s ceiling")
@@ -479,13 +493,15 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
                 notes.append(cache)
             prefix = f"{d.profile}.r{index}"
             job = workdir / f"{prefix}.fio"
-            job.write_text(job_text(d, the_target, log_prefix=str(workdir / prefix), log_msec=log_msec))
+            job.write_text(job_text(d, the_target, log_prefix=str(workdir / prefix), log_msec=log_msec,
+                                    hist_log=servers is not None))
             progress(f"repeat {index}/{d.repeats}: {d.ramp:g} s ramp + {d.runtime:g} s")
             status.timed(f"{status_prefix}repeat {index}/{d.repeats}", (index - 1) * per_run, per_run)
             result = _fio(runner, job, servers, timeout, f"fio-{prefix}")
             results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job, node_list))
             repeat_figures(status, results[-1])
-    return _summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes)
+    hists = sorted(workdir.glob(f"{d.profile}.r*_clat_hist.*.log*")) if servers else []
+    return _summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes, hists)
 
 
 def repeat_figures(status, repeat: RepeatResult) -> None:
@@ -516,12 +532,17 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
     bins = result.merged_bins(direction)
     labels = {(n.address, n.port): n.label for n in nodes if n.label}
     per_node: dict[str, float] = {}
+    per_node_iops: dict[str, float] = {}
+    node_bins: dict[str, dict] = {}
     for j in result.jobs:
         stats = j.direction(direction)
         if stats is not None:
             key = (labels.get((j.hostname, j.port)) or f"{j.hostname}:{j.port}") if j.hostname else "local"
             per_node[key] = per_node.get(key, 0.0) + stats.bw_bytes
-    series = fio_logs.fleet_series(_job_logs(workdir, f"{prefix}_bw"), log_msec).pairs()
+            per_node_iops[key] = per_node_iops.get(key, 0.0) + stats.iops
+            node_bins[key] = fio.merge_bins(node_bins.get(key, {}), stats.clat.bins)
+    bw_logs = _job_logs(workdir, f"{prefix}_bw")
+    series = fio_logs.fleet_series(bw_logs, log_msec).pairs()
     iops_series = fio_logs.fleet_series(_job_logs(workdir, f"{prefix}_iops"), log_msec, factor=1).pairs()
     runtime_s = max((j.direction(direction).runtime_ms for j in result.jobs if j.direction(direction)), default=0) / 1000
     ios = result.total(direction, "total_ios")
@@ -531,7 +552,13 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         io_bytes=int(result.total(direction, "io_bytes")), per_node_bw=per_node, steady=steady,
         percentiles_ns={p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}, series=series,
         iops_series=iops_series,
-        job_file=str(job), cache=cache, bins=bins)
+        job_file=str(job), cache=cache, bins=bins, per_node_iops=per_node_iops, node_bins=node_bins,
+        stragglers=fleet.stragglers(fleet.by_node(bw_logs, _log_labels(nodes)), log_msec) if len(nodes) > 1 else None)
+
+
+def _log_labels(nodes: Sequence[Node]) -> dict[str, str]:
+    """The dialed address fio appends to a node's log names -> the node's key in per_node_bw."""
+    return {n.address: n.label or f"{n.address}:{n.port}" for n in nodes}
 
 
 def _job_logs(workdir: Path, stem: str) -> list[Path]:
@@ -544,7 +571,7 @@ def _job_logs(workdir: Path, stem: str) -> list[Path]:
 
 def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[Node], layout: str,
                results: list[RepeatResult], ceiling_bps: float | None, job: Path,
-               notes: list[str]) -> WorkloadResult:
+               notes: list[str], hists: Sequence[Path] = ()) -> WorkloadResult:
     bins = fio.merge_bins(*(r.bins for r in results))
     percentiles = {p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}
     node_names = sorted({k for r in results for k in r.per_node_bw})
@@ -563,7 +590,12 @@ def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[N
         iops=spread([r.iops for r in results]), percentiles_ns=percentiles,
         latency_samples=sum(bins.values()), steady_attained=sum(r.steady.attained for r in results),
         per_node_bw=per_node, slowest_node=slowest, ceiling_bps=ceiling_bps, fraction_of_ceiling=fraction,
-        job_file=str(job), notes=tuple(notes))
+        job_file=str(job), notes=tuple(notes),
+        node_figures=fleet.node_figures({n: [r.per_node_bw.get(n, 0.0) for r in results] for n in node_names},
+                                        {n: [r.per_node_iops.get(n, 0.0) for r in results] for n in node_names},
+                                        {n: [r.node_bins.get(n, {}) for r in results] for n in node_names})
+        if len(node_names) > 1 else {},
+        hist_logs=fleet.hist_logs(list(hists), _log_labels(nodes), _direction(d), sum(bins.values())))
 
 
 def run_verdict(result: WorkloadResult) -> Verdict:

@@ -1,0 +1,43 @@
+"""An independent merge of fio clat_hist logs for the tests: Python's csv module and a Counter per
+direction, percentiles by numpy's inverted CDF - nothing shared with fxprobe.tools.fio_logs but fio's
+bin values.
+
+Logs that fio's client wrote for a ``fio --server`` hold, per direction, D(i) = C(i) - D(i-1) of the
+server's cumulative snapshots C (fio server.c subtracts in place from the entry it already
+differenced), so a job's histogram is its last two lines of each direction added.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+
+def _rows(path: Path):
+    with open(path, newline="") as handle:
+        yield from csv.reader(handle, skipinitialspace=True)
+
+
+def independent_merge(paths: list[Path], prefix: int, values: list[int], fio_client: bool = False) -> dict:
+    """{direction (None: all): Counter of bin value -> samples} over every log."""
+    merged: dict = {None: Counter(), 0: Counter(), 1: Counter()}
+    for path in paths:
+        rows_by_ddir: dict[int, list] = {}
+        for row in _rows(path):
+            rows_by_ddir.setdefault(int(row[1]), []).append(row)
+        for ddir, rows in rows_by_ddir.items():
+            for row in (rows[-2:] if fio_client else rows):
+                counts = {v: int(c) for v, c in zip(values, row[prefix:]) if c != "0"}
+                merged[ddir].update(counts)
+                merged[None].update(counts)
+    return merged
+
+
+def numpy_percentile(merged: Counter, percent: float) -> int:
+    """The inverted-CDF percentile of every sample, expanded (fio's rule, computed another way)."""
+    values = sorted(v for v, c in merged.items() if c)
+    samples = np.repeat(values, [merged[v] for v in values])
+    return int(np.percentile(samples, percent, method="inverted_cdf"))
