@@ -148,6 +148,20 @@ def test_remote_view_asks_the_same_questions_through_a_host(tmp_path):
         assert a.to_dict() == b.to_dict() and not a.safe
 
 
+def test_the_remote_view_finds_a_device_s_partitions_in_one_command(fake, tmp_path):
+    from fxprobe.core.hosts import LOCAL
+    from fxprobe.core.rundir import RunDir
+    from fxprobe.core.runner import Runner
+    from fxprobe.tools.blockdev import RemoteSystemView
+    run = RunDir.create(tmp_path / "runs", "x")
+    remote = RemoteSystemView(Runner(run), LOCAL)
+    remote.block_root = str(fake.root / "sys/class/block")
+    for name in ("nvme3n1", "nvme0n1", "nvme1n1", "nope"):
+        assert remote.partitions(name) == fake.partitions(name), name
+    assert len(list(run.commands())) == 4          # one command per device
+    assert remote.partitions("nvme3n1") == ["nvme3n1p1", "nvme3n1p2"]
+
+
 @pytest.mark.parametrize("target, refused", [("/dev/nvme0n1", "root filesystem"), ("/dev/nvme4n1", "mounted"),
                                              ("/dev/nvme2n1", "holders")])
 def test_a_writing_load_on_a_root_or_mounted_device_is_refused_by_the_plan_check(fake, target, refused):

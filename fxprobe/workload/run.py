@@ -14,6 +14,7 @@ import socket
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -258,11 +259,17 @@ def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: 
     if d.block_target and not is_block:
         raise BadInput(f"profile {d.profile} uses the raw-block backend: --target must be a block device "
                        f"under /dev, not {target}")
-    checks = []
-    for node in nodes:
+    def look(node: Node) -> TargetCheck:
         local = isinstance(node.host, LocalHost)
         node_view = (view or SystemView()) if local else RemoteSystemView(runner or Runner(None), node.host)
-        check = check_target(target, destructive=d.writes or (is_block and layout), allow=allow, view=node_view)
+        return check_target(target, destructive=d.writes or (is_block and layout), allow=allow, view=node_view)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), 8))) as pool:   # nodes answer side by side
+        looked = [pool.submit(look, node) for node in nodes]
+    checks = []
+    for node, future in zip(nodes, looked):        # judged in node order: the first refusal is the one raised
+        local = isinstance(node.host, LocalHost)
+        check = future.result()
         if not check.safe and not local:
             check = replace(check, path=f"{node.name}:{target}")
         if strict or check.safe:
@@ -335,11 +342,15 @@ class FioServers:
         return self
 
     def __exit__(self, *exc) -> None:
-        for node, argv, server in self.servers:
+        def stop(entry: tuple) -> None:
+            node, argv, server = entry
             if not isinstance(node.host, LocalHost):
                 self.runner.run(procs.pkill_argv(argv), timeout=30, host=node.host,
                                 label=f"fio-server-stop-{node.name}")
             server.stop(timeout=5)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(len(self.servers), 8))) as pool:   # every node at once
+            list(pool.map(stop, self.servers))
 
     def client_args(self, job_path: str) -> list[str]:
         args: list[str] = []
@@ -481,7 +492,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
                      f"in {time.monotonic() - started:.1f} s (not timed)"
         for index in range(1, d.repeats + 1):
             if d.cold:
-                drops = [(n.name, drop_caches(runner, n)) for n in node_list]
+                with ThreadPoolExecutor(max_workers=max(1, min(len(node_list), 8))) as pool:   # side by side
+                    drops = list(zip((n.name for n in node_list), pool.map(lambda n: drop_caches(runner, n), node_list)))
                 cache = drops[0][1] if len(drops) == 1 else "; ".join(f"{name}: {text}" for name, text in drops)
                 if the_target.block:
                     cache += " (raw device read with O_DIRECT: the cache is not involved)"
