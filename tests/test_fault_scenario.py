@@ -24,9 +24,13 @@ def test_shipped_scenarios_load_and_include_the_required_names():
 def test_defaults_are_filled_in():
     scenario = parse_scenario(MINIMAL, "x.toml")
     assert scenario.criteria == {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0,
-                                 "max_p99_ratio": 10.0}
+                                 "max_p99_ratio": 10.0, "max_rebuild_s": None, "min_rebuild_throughput_pct": None}
     assert scenario.fault["via"] == "auto"
     assert scenario.total_s == 30.0
+    # a drive pull's load runs on while md rebuilds, up to the bound after the restore
+    assert scenario.rebuild_bound_s == 300.0 and scenario.planned_s == 320.0
+    cut = parse_scenario('[fault]\nkind = "link-down"\n', "y.toml")
+    assert cut.rebuild_bound_s == 0.0 and cut.planned_s == cut.total_s
 
 
 @pytest.mark.parametrize("text, key, words", [

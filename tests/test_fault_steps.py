@@ -38,7 +38,7 @@ def test_an_unknown_record_is_refused_by_name():
 
 
 def test_execute_is_the_steps_in_order():
-    assert engine.STEPS == ("prepare", "start_load", "inject", "restore", "collect")
+    assert engine.STEPS == ("prepare", "start_load", "inject", "restore", "rebuild", "collect")
     for step in engine.STEPS + ("cleanup", "analyse"):
         assert callable(getattr(engine.FaultRun, step))
     assert issubclass(engine.LabSite, engine.Site)

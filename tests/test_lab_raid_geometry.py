@@ -15,7 +15,8 @@ pytestmark = pytest.mark.lab
 
 def test_two_pulls_in_raid6_are_invisible(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull-two", fault={}, timing={"steady_s": 6, "settle_s": 2,
-                                                                         "fault_s": 8, "recover_s": 4})
+                                                                         "fault_s": 8, "recover_s": 4,
+                                                                         "rebuild_s": 0})
     done = fault_run(lab, tmp_path, scenario)
     result = json.loads(done.stdout)
     assert result["verdict"] == "invisible" and done.returncode == 0, result["criteria"]
@@ -44,7 +45,7 @@ def test_two_pulls_of_a_raid5_twin_are_visible_with_allow_visible(lab, tmp_path)
     free = lab.state.free_slots()[:3]
     assert len(free) == 3, "the session lab keeps slots 20-23 free"
     scenario = scenario_file(tmp_path, "drive-pull-two", fault={"slots": free[:2], "delay_s": 0.0},
-                             timing={"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s": 3})
+                             timing={"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s": 3, "rebuild_s": 0})
     text = scenario.read_text().replace('export = "main"', f'export = "twin"\ntwin_level = "raid5"\ntwin_slots = {free}')
     scenario.write_text(text)
     refused = fault_run(lab, tmp_path, scenario)

@@ -18,7 +18,7 @@ from fxprobe.faults.scenario import SCENARIO_DIR
 pytestmark = pytest.mark.lab
 
 HOOK = str(Path(__file__).resolve().parent.parent / "examples" / "target-control" / "lab")
-FAST = {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6}
+FAST = {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6, "rebuild_s": 0}
 
 
 def scenario(tmp_path: Path, name: str) -> Path:

@@ -42,6 +42,7 @@ class VerdictRecord(Record):
     outcome: OutcomeText | None = None      # recomputed from the criteria when read back (Verdict.from_dict)
     reason: str = ""
     criteria: list[CriterionRecord] = []
+    notes: list[str] = []                   # information, never judged
 
 
 class ResultsEnvelope(Record):

@@ -279,6 +279,7 @@ class Verdict:
     name: str
     criteria: tuple[Criterion, ...] = field(default_factory=tuple)
     reason: str = ""
+    notes: tuple[str, ...] = ()      # information beside the criteria, never judged (e.g. G4: a drive pull's rebuild)
 
     @property
     def outcome(self) -> Outcome:
@@ -288,16 +289,21 @@ class Verdict:
         head = f"{self.name}: {self.outcome.value.upper()}"
         if self.reason:
             head += f" - {self.reason}"
-        return [head] + ["  " + c.line() for c in self.criteria]
+        return [head] + ["  " + c.line() for c in self.criteria] + [f"  INFO    {note}" for note in self.notes]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "outcome": self.outcome.value, "reason": self.reason,
+        data = {"name": self.name, "outcome": self.outcome.value, "reason": self.reason,
                 "criteria": [c.to_dict() for c in self.criteria]}
+        if self.notes:
+            data["notes"] = list(self.notes)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "Verdict":
         """The inverse of :meth:`to_dict`; the outcome is recomputed from the criteria read back."""
         criteria = data.get("criteria") if isinstance(data.get("criteria"), list) else []
         reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
+        notes = data.get("notes") if isinstance(data.get("notes"), list) else []
         return cls(str(data.get("name", "?")),
-                   tuple(Criterion.from_dict(c) for c in criteria if isinstance(c, dict)), reason)
+                   tuple(Criterion.from_dict(c) for c in criteria if isinstance(c, dict)), reason,
+                   tuple(n for n in notes if isinstance(n, str)))

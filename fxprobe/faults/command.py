@@ -41,6 +41,7 @@ def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_
     human += ["  " + Criterion.from_dict(c).line() for c in results["criteria"]]
     human += [f"  before the run: {line}" for line in orphaned]
     human.append(recovery_line(results["impact"]["recover_s"], plan.scenario.criteria["min_throughput_pct"]))
+    human += rebuild_lines(results.get("rebuild"), plan.scenario.criteria)
     if results["advice"]:
         from fxprobe.faults.tune import tune_advice
         results["advice"]["measured"] = tune_advice(runs_base)
@@ -53,6 +54,16 @@ def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_
         human.append("still broken (kept in the journal: fxprobe fault restore)")
         return FaultRunResult(Outcome.ERROR, results, human, f"{len(failed)} restore(s) failed: {failed[0]}")
     return FaultRunResult(OUTCOME_OF_VERDICT[results["verdict"]], results, human)
+
+
+def rebuild_lines(rebuild: dict | None, limits: dict) -> list[str]:
+    """The md rebuild after a drive pull: information unless the scenario judges it (its criteria above)."""
+    if not rebuild:
+        return []
+    from fxprobe.faults.rebuild import INFO, Rebuild
+    judged = limits.get("max_rebuild_s") is not None or limits.get("min_rebuild_throughput_pct") is not None
+    lines = Rebuild.from_dict(rebuild).lines()
+    return [f"  {lines[0]}{'' if judged else f' ({INFO})'}"] + [f"  {line}" for line in lines[1:]] if lines else []
 
 
 def recovery_line(recover_s: float | None, min_throughput_pct: float) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, orphans, overrun, plot, timeline
+from fxprobe.faults import rebuild as rebuild_mod
 from fxprobe.faults import verify as verify_mod
 from fxprobe.faults.completions import Completions
 from fxprobe.faults.journal import Journal
@@ -84,7 +85,7 @@ def _iso_ms(stamp: str) -> float:
 
 def load_argv(scenario: Scenario, device: str, log_dir: str, output: str = "json") -> list[str]:
     load = scenario.load
-    runtime = int(round(scenario.total_s + 2))
+    runtime = int(round(scenario.planned_s + 2))
     prefix = f"{log_dir}/load"
     filename = verify_mod.load_filename(verify_mod.plan_for(load), device)
     return ["fio", "--name=fault-load", f"--filename={filename}", f"--rw={load['rw']}", f"--bs={load['bs']}",
@@ -131,6 +132,9 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     lines.append(f"at +{t['steady_s']:g} s inject {scenario.kind} via {method.via} on {method.target}; "
                  f"restore at +{t['steady_s'] + t['fault_s']:g} s; keep loading {t['recover_s']:g} s")
     lines += [f"  {line}" for line in method.plan()]
+    if scenario.rebuild_bound_s > t["recover_s"]:
+        lines.append(f"md rebuild: the load runs on until md is clean again, at most {scenario.rebuild_bound_s:g} s "
+                     f"after the restore (timing.rebuild_s, the bound); degraded and rebuilding shown as information")
     load_check = None
     if lab is None:
         if not options.yes and not options.dry_run:
@@ -201,6 +205,11 @@ class Site:
         sampler, self._sampler = self._sampler, None
         return sampler.stop() if sampler is not None else []
 
+    def md_now(self) -> dict | None:
+        """{md name: md text} of the last sample so far (None: none yet)."""
+        done = [s for s in (self._sampler.samples if self._sampler else []) if not s.error]
+        return done[-1].md if done else None
+
     def array_offset(self, runner: Runner) -> float:
         return 0.0
 
@@ -232,13 +241,20 @@ class LabSite(Site):
     def start_sampling(self, runner: Runner, scenario: Scenario, sample_s: float, background: list) -> None:
         # sampling loops in the guests: no SSH round trip per sample
         for view, node in (("host", self.host), ("array", self.array_host)):
-            argv = labprep.view_loop(view, scenario.total_s + 90, sample_s / 2)
+            argv = labprep.view_loop(view, scenario.planned_s + 90, sample_s / 2)
             label = f"sample-{self.env.load_host}" if view == "host" else "sample-array"
             self._loops[view] = runner.start(argv, host=node, label=label)
             background.append(self._loops[view])
 
     def stop_sampling(self) -> list:
         return []
+
+    def md_now(self) -> dict | None:
+        """{md name: md text} of the array's last complete sample so far (None: none yet)."""
+        text = self._loops["array"].output()[0] if "array" in self._loops else ""
+        cut = text.rfind("\nT ", 0, max(0, text.rfind("\nT ")))
+        blocks = labprep.parse_view_loop("array", text[cut + 1:] if cut >= 0 else text)
+        return {m["name"]: timeline.md_text(m) for m in blocks[-1][1]["md"]} if blocks else None
 
     def array_offset(self, runner: Runner) -> float:
         return clock_offset(runner, self.array_host)[0]
@@ -269,6 +285,8 @@ class FaultRun:
         self.deleted_t: float | None = None
         self.fio = self.load = None                    # the load and its orphan record (faults.orphans)
         self.overrun: overrun.Overrun | None = None    # the load hung past its planned end (faults.overrun)
+        self.rebuilt = None                            # the md rebuild after a drive pull (faults.rebuild)
+        self.md_before: set[str] = set()               # md arrays degraded or rebuilding when the fault came
         self.watch = LoadWatch(options.status)         # the live status line and metrics of the load
 
     def remember(self, record: dict) -> None:
@@ -295,7 +313,7 @@ class FaultRun:
         self.log_dir = f"/tmp/fxprobe-fault-{self.entry_id}"
         runner.run(["mkdir", "-p", self.log_dir], timeout=30, host=site.host, check=True, label="logdir")
         self.listeners = start_listeners(runner, self.env.lab, site.host, site.array_host, self.env.load_host,
-                                         scenario.total_s + 90, self.background, self.say)
+                                         scenario.planned_s + 90, self.background, self.say)
         site.start_sampling(runner, scenario, self.options.sample_s, self.background)
         self.vplan = vplan = verify_mod.plan_for(scenario.load)
         if vplan.enabled:
@@ -310,7 +328,7 @@ class FaultRun:
         self.say(f"load: {shown}")    # json+: the live p99
         self.fio = runner.start(procs.with_start_line(argv), host=site.host, label="fio-load")
         self.background.append(self.fio)
-        self.watch = LoadWatch(self.options.status, self.fio, scenario.total_s + 2,
+        self.watch = LoadWatch(self.options.status, self.fio, scenario.planned_s + 2,
                                self.env.load_host if self.env.lab is not None else "local").start()
         wait_started(self.fio, 120)
         self.load = orphans.record_load(self.journal, self.entry_id, self.env.lab, self.env.load_host,
@@ -321,12 +339,14 @@ class FaultRun:
             raise ToolError(overrun.silent_load_line(FIRST_REPORT_S, processes, kernel),
                             hint=f"see load-silent-* in {self.run.path / 'commands.jsonl'}")
         self.load_started = started
+        self.load_end_t = started + scenario.planned_s + 2     # planned; earlier once md has rebuilt (rebuild)
         time.sleep(max(0.0, self.load_started + scenario.timing["steady_s"] - time.time()))
 
     def inject(self) -> None:
         """Journal the undo, then break it (a flap breaks and mends it through the fault window)."""
         method = self.method
         self.remember(method.restore_record())     # journaled (fsync) before the fault happens
+        self.md_before = rebuild_mod.unclean(self.site.md_now() or {})   # an earlier fault's, not waited for
         self.say(f"inject: {self.scenario.kind} via {method.via} on {method.target}")
         self.inject_t = self.env.note(f"inject {self.scenario.kind}")
         self.watch.fault(self.scenario.kind, f"via {method.via} on {method.target}")
@@ -352,6 +372,31 @@ class FaultRun:
         self.undo.pop()
         self.journal.open(self.entry_id, self.scenario.name, self.undo, str(self.run.path))
 
+    def rebuild(self) -> None:
+        """After a drive pull the load runs on while md rebuilds: it is stopped once every md array is clean
+        again (after recover_s), else it ends at its planned end, the bound timing.rebuild_s after the restore."""
+        scenario = self.scenario
+        if scenario.rebuild_bound_s <= scenario.timing["recover_s"]:
+            return
+        earliest = self.restore_t + scenario.timing["recover_s"]
+        self.say(f"md rebuild: loading on until md is clean, at most {scenario.rebuild_bound_s:g} s after the restore")
+        self.watch.status.phase("md rebuild (after the restore)")
+        while self.fio.alive() and time.time() < self.load_end_t - 2:
+            md = self.site.md_now()
+            if time.time() >= earliest and md is not None and not rebuild_mod.unclean(md) - self.md_before:
+                self.stop_load("md clean again")
+                return
+            time.sleep(1.0)
+
+    def stop_load(self, why: str) -> None:
+        """End the load now (TERM to fio's main process: it reaps its I/O, writes its report and logs)."""
+        pid = orphans.start_line_pid(self.fio)
+        if pid is None or not self.fio.alive():
+            return
+        self.load_end_t = time.time()
+        self.say(f"{why}: stopping the load {self.load_end_t - self.restore_t:.0f} s after the restore")
+        self.runner.run(["kill", "-TERM", str(pid)], timeout=30, host=self.site.host, label="load-stop")
+
     def hang_nodes(self) -> dict:
         """The nodes whose kernel messages a hung load keeps: the load's and the array's."""
         if self.env.lab is None:
@@ -360,8 +405,8 @@ class FaultRun:
 
     def collect(self) -> None:
         """Let the load finish; fetch its logs, the events and the samples onto one clock."""
-        scenario, runner, site = self.scenario, self.runner, self.site
-        self.overrun = overrun.wait_or_declare_hung(self.fio, self.load_started + scenario.total_s + 2, runner,
+        runner, site = self.runner, self.site
+        self.overrun = overrun.wait_or_declare_hung(self.fio, self.load_end_t, runner,
                                                     site.host, self.hang_nodes(), lambda: orphans.stop_now(self.load, runner),
                                                     self.say)
         local = site.stop_sampling()
@@ -369,7 +414,7 @@ class FaultRun:
             bg.stop(timeout=5)
         self.fio_out, self.fio_err = self.fio.output()
         self.verified = self.read_back()
-        early = verify_mod.ended_early(self.vplan, analysis.load_runtime_ms(self.fio_out), scenario.total_s + 2)
+        early = verify_mod.ended_early(self.vplan, analysis.load_runtime_ms(self.fio_out), self.planned_load_s)
         if early and self.overrun is None:
             raise ToolError(early, hint=f"see {self.run.raw}")
         self.logs = _fetch_logs(runner, site.host, self.log_dir, self.run)
@@ -445,8 +490,10 @@ class FaultRun:
                                   settle_s=scenario.timing["settle_s"], inject_ms=self.to_node_ms(self.inject_t),
                                   restore_ms=self.to_node_ms(self.restore_t),
                                   min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done,
-                                  planned_s=int(round(scenario.total_s + 2)))
+                                  planned_s=self.planned_load_s)
+        self.rebuilt = self.observe_rebuild(done, impact)
         criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(self.verified)]
+        criteria += rebuild_mod.criteria(self.rebuilt, scenario.criteria) if self.rebuilt else []
         if self.overrun is not None:
             criteria.append(self.overrun.criterion())
         link_advice = None
@@ -455,6 +502,34 @@ class FaultRun:
                                             scenario.kind)
         png = self.plot(iops, impact, analysis.verdict_word(criteria))
         return self.results(impact, criteria, link_advice, png)
+
+    @property
+    def planned_load_s(self) -> float:
+        """How long the load was meant to run: its planned runtime, or until it was stopped (md clean)."""
+        return self.load_end_t - self.load_started
+
+    def observe_rebuild(self, done: Completions, impact) -> "rebuild_mod.Rebuild | None":
+        """The degraded and rebuilding bands of a drive pull (None for other faults)."""
+        scenario = self.scenario
+        if scenario.kind != "drive-pull":
+            return None
+        if scenario.rebuild_bound_s <= 0:
+            return rebuild_mod.not_observed(0.0, "timing.rebuild_s = 0")
+        samples = [{"t_ms": self.to_node_ms(s.t), "md": s.md} for s in self.samples if not s.error]
+        hist, base_iops, base_p99 = self.logs["hist"], impact.baseline_iops, impact.baseline_p99_ns
+
+        def measure(start: int, end: int) -> tuple:
+            seconds = (end - start) / 1000.0
+            count = done.count_between(start, end)
+            iops = count / seconds if seconds > 0 else 0.0
+            p99 = analysis.p99_between(hist, start, end)
+            return (count, iops, 100.0 * iops / base_iops if base_iops else None,
+                    done.bytes_between(start, end) / 1e6 / seconds if seconds > 0 else 0.0,
+                    p99, p99 / base_p99 if p99 and base_p99 else None)
+        end_ms = impact.load_end_ms or (int(done.t_ms[-1]) if len(done) else impact.restore_ms)
+        return rebuild_mod.observe(samples, inject_ms=impact.inject_ms, restore_ms=impact.restore_ms,
+                                   load_end_ms=end_ms, bound_s=scenario.rebuild_bound_s, measure=measure,
+                                   resolution_s=self.options.sample_s / 2 if self.env.lab else self.options.sample_s)
 
     def hung_results(self) -> dict:
         """The load hung and logged no completion: the hang is the verdict (visible), the rest is not measured."""
@@ -466,6 +541,7 @@ class FaultRun:
                                  restore_ms=self.to_node_ms(self.restore_t), errors=errors, first_error=first,
                                  source="no completion log: the load hung and was stopped", **none)
         self.load_start_ms = None
+        self.rebuilt = None
         criteria = analysis.criteria(impact, self.scenario.criteria) + [verify_mod.criterion(self.verified),
                                                                          self.overrun.criterion()]
         return self.results(impact, criteria, None, None)
@@ -482,7 +558,8 @@ class FaultRun:
                                   flaps=[(self.to_node_ms(t), up) for t, up in self.flaps],
                                   samples=node_samples, events=node_events,
                                   stall=(impact.longest_stall_s or 0, impact.stall_start_ms),
-                                  errors=analysis.error_series(self.fio_out))
+                                  errors=analysis.error_series(self.fio_out),
+                                  bands=rebuild_mod.plot_bands(self.rebuilt))
 
     def results(self, impact, criteria, link_advice, png) -> dict:
         lab = self.env.lab
@@ -508,11 +585,14 @@ class FaultRun:
             "advice": link_advice.to_dict() if link_advice else None,
             "restore_log": self.restore_log, "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
             "load_hung": self.overrun.to_dict() if self.overrun else None,
+            "rebuild": self.rebuilt.to_dict() if self.rebuilt else None,
+            "load_stopped_local": self.load_end_t if self.load_end_t < self.load_started + self.scenario.planned_s + 2
+            else None,
             "load_started_local": self.load_started,
         }
 
 
-STEPS = ("prepare", "start_load", "inject", "restore", "collect")
+STEPS = ("prepare", "start_load", "inject", "restore", "rebuild", "collect")
 
 
 def execute(plan: Plan, run: RunDir, journal: Journal, options: Options) -> dict:

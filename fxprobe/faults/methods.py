@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from fxprobe.core import sysfs
-from fxprobe.core.kernel import MDSTAT, NET_CLASS, NULLB_CONFIGFS, NVME_CLASS, PCI_RESCAN, controller_attribute
+from fxprobe.core.kernel import NET_CLASS, NULLB_CONFIGFS, NVME_CLASS, PCI_RESCAN, controller_attribute
 from fxprobe.faults.base import Env, Method, RestoreContext, Undo, _need  # noqa: F401  (the methods' interface)
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.runner import Runner
@@ -317,8 +317,8 @@ def root_device_names() -> set[str]:
 
 
 def local_md_arrays() -> list[dict]:
-    from fxprobe.tools.mdadm import parse_mdstat
-    return [a.to_dict() for a in parse_mdstat(sysfs.read(MDSTAT, "") or "")]
+    from fxprobe.tools.mdadm import read_mdstat
+    return [a.to_dict() for a in read_mdstat()]
 
 
 class HostDrive(Method):

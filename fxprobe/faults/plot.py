@@ -36,10 +36,18 @@ def _errors_axis(ax_iops, errors: list[tuple[int, int]], rel) -> None:
         ax_iops.plot([], [], color="tab:red", lw=1, ls="--", label="errored I/O, cumulative (right axis)")
 
 
+def _bands(ax_iops, ax_lat, bands, rel) -> None:
+    """md's degraded / rebuilding intervals as labelled bands in the lower part of the load axes."""
+    for label, start, end, color in bands:
+        for ax in (ax_iops, ax_lat):
+            ax.axvspan(rel(start), rel(end), ymin=0.0, ymax=0.08, color=color, alpha=0.6,
+                       label=label if ax is ax_iops else None)
+
+
 def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog | None, start_ms: int,
                   inject_ms: int, restore_ms: int, flaps: list[tuple[int, bool]] = (),
                   samples: list[dict] = (), events: list[dict] = (), stall: tuple[float, int | None] = (0, None),
-                  errors: list[tuple[int, int]] = ()) -> Path:
+                  errors: list[tuple[int, int]] = (), bands: list[tuple[str, int, int, str]] = ()) -> Path:
     """Write the PNG; x axis in seconds from the load start."""
     rel = lambda ms: (ms - start_ms) / 1000.0
     fig, axes = plt.subplots(3, 1, figsize=(11, 7.5), sharex=True,
@@ -58,6 +66,7 @@ def plot_timeline(path: Path, *, title: str, iops: pd.Series, hist: FioHistLog |
         ax.axvline(rel(restore_ms), color="tab:green", lw=1.5)
         for at, up in flaps:
             ax.axvline(rel(at), color="tab:green" if up else "tab:red", lw=0.6, ls=":")
+    _bands(ax_iops, ax_lat, bands, rel)
     if stall[0] and stall[1] is not None:
         ax_iops.axvspan(rel(stall[1]), rel(stall[1]) + stall[0], color="black", alpha=0.15,
                         label=f"longest stall {stall[0]:g} s")

@@ -104,6 +104,9 @@ class TimingTable(InputModel):
     settle_s: Span = _help("start of the load discarded as warm-up", default=2.0)
     fault_s: Span = _help("how long the fault lasts", default=10.0)
     recover_s: Span = _help("load kept running after the restore", default=10.0)
+    rebuild_s: Span = _help("drive pulls: after the restore the load keeps running while md rebuilds the returned "
+                            "drive(s), until the rebuild ends or this many seconds after the restore (the bound, "
+                            "printed); 0: the rebuild is not observed", default=300.0)
 
     _steady_state_left = beside("settle_s", "steady_s", lambda settle_s, steady_s: (
         f"must be shorter than timing.steady_s ({settle_s:g} s >= {steady_s:g} s): no steady state would be left"
@@ -135,6 +138,12 @@ class CriteriaTable(InputModel):
     max_stall_s: NonNegativeFloat = _help("longest time with no completed I/O allowed", default=2.0)
     min_throughput_pct: Percent = _help("throughput in the fault window vs pre-fault, at least", default=50.0)
     max_p99_ratio: PositiveFloat = _help("p99 latency in the window / pre-fault p99, at most", default=10.0)
+    max_rebuild_s: NonNegativeFloat | None = _help(
+        "drive pulls: judge the md rebuild time (restore to md clean) against this many seconds (unset: the "
+        "rebuild is information, not judged)", default=None)
+    min_rebuild_throughput_pct: Percent | None = _help(
+        "drive pulls: judge the throughput while md rebuilds vs pre-fault, at least (unset: information)",
+        default=None)
 
 
 class LabTable(InputModel):
@@ -196,6 +205,17 @@ class Scenario(AsDict):
     def total_s(self) -> float:
         t = self.timing
         return t["steady_s"] + t["fault_s"] + t["recover_s"]
+
+    @property
+    def rebuild_bound_s(self) -> float:
+        """How long after the restore the load may run on while md rebuilds (drive pulls; else 0)."""
+        return self.timing["rebuild_s"] if self.kind == "drive-pull" else 0.0
+
+    @property
+    def planned_s(self) -> float:
+        """The longest the load runs: to the end of the recovery window or of the rebuild bound."""
+        t = self.timing
+        return t["steady_s"] + t["fault_s"] + max(t["recover_s"], self.rebuild_bound_s)
 
 
 def parse_scenario(text: str, source: str, name: str | None = None) -> Scenario:

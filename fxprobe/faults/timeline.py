@@ -9,7 +9,7 @@ lines are read back here with ``parse_event_lines``.
 from __future__ import annotations
 
 import json
-import sys
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -60,7 +60,35 @@ def md_text(md: dict) -> str:
     text = f"{md.get('level')} [{md.get('raid_disks')}/{md.get('working_disks')}] [{md.get('health')}]"
     if md.get("action"):
         text += f" {md['action']} {md.get('progress')}%"
+        if md.get("sync_total_kib"):
+            text += f" ({md.get('sync_done_kib')}/{md['sync_total_kib']} KiB"
+            text += f" at {md['speed_kib_s']} KiB/s)" if md.get("speed_kib_s") is not None else ")"
     return text
+
+
+_MD_TEXT = re.compile(r"\[(\d+)/(\d+)\] \[([U_]+)\](?: (\w+) ([\d.]+)%(?: \((\d+)/(\d+) KiB(?: at (\d+) KiB/s)?\))?)?")
+
+
+@dataclass(frozen=True)
+class MdState:
+    """One md array's state as a sample holds it (``md_text``, read back)."""
+    phase: str                     # "clean", "degraded" (a member missing, nothing rebuilding), "rebuilding"
+    action: str | None = None      # recovery / resync / check ...
+    progress: float | None = None
+    done_kib: int | None = None
+    total_kib: int | None = None
+    speed_kib_s: int | None = None
+
+
+def md_state(text: str) -> MdState | None:
+    """The state in a sample's md text; None for an array without redundancy fields (raid0, inactive)."""
+    match = _MD_TEXT.search(text)
+    if match is None:
+        return None
+    health, action = match.group(3), match.group(4)
+    number = lambda i: int(match.group(i)) if match.group(i) else None
+    phase = "rebuilding" if action in ("recovery", "resync") else ("degraded" if "_" in health else "clean")
+    return MdState(phase, action, float(match.group(5)) if match.group(5) else None, number(6), number(7), number(8))
 
 
 class Sampler:

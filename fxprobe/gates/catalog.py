@@ -207,6 +207,22 @@ def every_array_criteria(evidence: Evidence, config: GateConfig) -> list[Criteri
                       "==", "", "arrays: " + ", ".join(wanted), evidence_file)]
 
 
+def rebuild_notes(evidence: Evidence, config: GateConfig) -> list[str]:
+    """G4 information, never judged: each drive pull's md rebuild - how long md ran degraded and rebuilt, and the
+    load's throughput and p99 meanwhile (a criterion only where the scenario itself asked for one)."""
+    from fxprobe.faults.rebuild import Rebuild
+    out = []
+    for run in evidence.matching(DRIVE_FAULT):
+        data = run.get("rebuild", None)
+        if not isinstance(data, dict):
+            continue
+        lines = Rebuild.from_dict(data).lines()
+        if lines:
+            out.append(f"drive pull: {lines[0]}; " + "; ".join(line.strip() for line in lines[1:])
+                       + f" [evidence: {run.evidence}]")
+    return out
+
+
 G1 = Gate("g1", "delivery acceptance", checks=(
     Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
           ">=", "drives_expected"),
@@ -224,7 +240,7 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     Check("link cut: I/O errors seen by the workload", LINK_FAULT, "impact.errors", "<=",
           "fault_visible_errors_max"),
     OutcomeCheck("link cut invisible to the workload", LINK_FAULT),
-), extras=(lambda evidence, config: signed_report_criteria(evidence, config),))
+), extras=(lambda evidence, config: signed_report_criteria(evidence, config),), notes=(rebuild_notes,))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
 

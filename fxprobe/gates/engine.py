@@ -341,6 +341,7 @@ class Gate:
     title: str
     checks: tuple[Check | OutcomeCheck, ...] = ()
     extras: tuple[Extra, ...] = field(default_factory=tuple)
+    notes: tuple[Callable[[Evidence, GateConfig], list[str]], ...] = ()   # information lines, never judged
 
     def evaluate(self, evidence: Evidence, config: GateConfig) -> Verdict:
         criteria: list[Criterion] = []
@@ -350,7 +351,8 @@ class Gate:
             criteria += extra(evidence, config)
         criteria += evidence.unfinished_criteria()
         scale = f" ({config.label})" if config.label else ""
-        return Verdict(f"{self.key.upper()} {self.title}{scale}", tuple(criteria), missing_reason(criteria))
+        notes = tuple(line for note in self.notes for line in note(evidence, config))
+        return Verdict(f"{self.key.upper()} {self.title}{scale}", tuple(criteria), missing_reason(criteria), notes)
 
 
 # -- presentation -------------------------------------------------------------------------
@@ -366,7 +368,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     head = f"{verdict.name}: {verdict.outcome.value.upper()}"
     if verdict.reason:
         head += f" - {verdict.reason}"
-    return [head] + ["  " + criterion_line(c) for c in verdict.criteria]
+    return [head] + ["  " + criterion_line(c) for c in verdict.criteria] + [f"  INFO    {n}" for n in verdict.notes]
 
 
 def summary_row(verdict: Verdict) -> str:

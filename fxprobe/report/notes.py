@@ -70,7 +70,8 @@ def degraded_figures(run: RunView) -> Note | None:
     lines += _md_changes((run.results.get("timeline") or {}).get("changes"), inject)
     rebuild = run.results.get("rebuild")
     if isinstance(rebuild, dict):
-        lines += [f"rebuild {key}: {format_number(value)}" for key, value in rebuild.items()]
+        from fxprobe.faults.rebuild import Rebuild
+        lines += [line.strip() for line in Rebuild.from_dict(rebuild).lines()]
     return Note("degraded array", f"drive pull {plan.get('target', '')}: the array degraded and rebuilding",
                 tuple(lines), _results_link(run)) if lines else None
 

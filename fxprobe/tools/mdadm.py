@@ -34,6 +34,9 @@ class MdArray:
     health: str = ""     # "UUUU_U" for redundant levels
     action: str | None = None      # recovery / resync / check / reshape
     progress: float | None = None  # percent of the running action
+    sync_done_kib: int | None = None    # of the running action: KiB done of sync_total_kib (per member)
+    sync_total_kib: int | None = None
+    speed_kib_s: int | None = None      # md's own rate of the running action (speed=...K/sec)
 
     @property
     def degraded(self) -> bool:
@@ -50,6 +53,8 @@ _HEAD = re.compile(r"^(md\w+)\s*:\s*(\S+)\s+(?:\((?:auto-)?read-only\)\s+)?(raid
 _MEMBER = re.compile(r"^([\w.-]+)\[(\d+)\](\((?:F|S|W|R)\))*")
 _COUNTS = re.compile(r"\[(\d+)/(\d+)\]\s+\[([U_]+)\]")
 _ACTION = re.compile(r"\b(recovery|resync|check|reshape|repair)\s*=\s*([\d.]+)%")
+_SYNC_DONE = re.compile(r"%\s*\((\d+)/(\d+)\)")
+_SPEED = re.compile(r"\bspeed=(\d+)K/sec")
 
 
 def parse_mdstat(text: str, source: str = "/proc/mdstat") -> list[MdArray]:
@@ -84,10 +89,22 @@ def parse_mdstat(text: str, source: str = "/proc/mdstat") -> list[MdArray]:
         action = _ACTION.search(line)
         if action:
             current.update(action=action.group(1), progress=float(action.group(2)))
+            done, speed = _SYNC_DONE.search(line), _SPEED.search(line)
+            if done:
+                current.update(sync_done_kib=int(done.group(1)), sync_total_kib=int(done.group(2)))
+            if speed:
+                current.update(speed_kib_s=int(speed.group(1)))
         elif re.search(r"\b(resync|recovery)\s*=\s*(DELAYED|PENDING)", line):
             current.update(action=re.search(r"(resync|recovery)", line).group(1), progress=0.0)
     close()
     return arrays
+
+
+def read_mdstat() -> list[MdArray]:
+    """This host's md arrays (``/proc/mdstat`` under the redirectable root of core.sysfs; none without md)."""
+    from fxprobe.core import sysfs
+    from fxprobe.core.kernel import MDSTAT
+    return parse_mdstat(sysfs.read(MDSTAT, "") or "")
 
 
 def create(runner: Runner, device: str, level: str, members: list[str], host: Host = LOCAL,
