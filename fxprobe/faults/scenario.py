@@ -165,6 +165,12 @@ class LabTable(InputModel):
         "write this fast_io_fail_tmo on each path (-2: leave as is, -1: off)", default=-2)
     transport: Literal["", "tcp", "rdma"] = _help(
         "reconnect the load's paths over this transport before the run (tcp, rdma; empty: as connected)", default="")
+    expect: Literal["", "invisible", "visible"] = _help(
+        "the verdict this scenario gives in fxprobe's QEMU lab (scripts/bench verdicts counts the runs that give "
+        "it; empty: not checked)", default="")
+    expect_reason: str = _help("why the lab gives that verdict (printed in the bench matrix)", default="")
+    twin: str = _help("the planted-fail twin of this scenario (a scenario name): run beside it by scripts/bench "
+                      "verdicts, it must give the visible verdict", default="")
 
 
 class ScenarioFile(InputModel):
