@@ -132,3 +132,23 @@ def test_g4_shows_a_drive_pull_s_rebuild_as_information_never_judged(tmp_path):
     assert "rebuilding 18.0 s: 40.0 % of pre-fault throughput" in note and "[evidence: " in note
     assert any(line.startswith("  INFO    drive pull: md rebuild") for line in verdict_lines(verdict))
     assert Verdict.from_dict(verdict.to_dict()) == verdict
+
+
+def test_a_stall_while_md_rebuilds_is_the_rebuilding_band_s_not_the_stall_criterion_s():
+    """The load runs on through the rebuild; the stall criterion still ends with the recovery window (restore +
+    recover_s + 2 s), as it did when the load ended there; a later stall shows in the rebuilding band."""
+    import pandas as pd
+    from fxprobe.faults import analysis
+    from fxprobe.faults.completions import longest_gap
+    done = _load([(0, 30, 100), (35, 60, 100)])          # nothing completes 30..35 s: 5 s, during the rebuild
+    iops, bw = done.windows(500)
+    kwargs = dict(iops=iops, bw=bw, hist=None, fio_json=None, log_msec=500, load_start_ms=0, settle_s=2,
+                  inject_ms=10_000, restore_ms=20_000, min_throughput_pct=50.0, completions=done, planned_s=60)
+    assert analysis.analyse(**kwargs).longest_stall_s == 5.01                    # the whole load: 29.99 .. 35 s
+    judged = analysis.analyse(**kwargs, judged_end_ms=20_000 + (6 + 2) * 1000)
+    assert judged.longest_stall_s < 0.1
+    measure = lambda a, b: (0, 0.0, None, 0.0, None, None, longest_gap(done.t_ms, a, b)[0] / 1000.0)
+    result = rebuild.observe(_samples(), inject_ms=10_000, restore_ms=20_000, load_end_ms=60_000, bound_s=300,
+                             measure=measure)
+    assert result.rebuilding.longest_stall_s == 5.01 and "longest stall 5.010 s" in result.rebuilding.text()
+    assert isinstance(iops, pd.Series)

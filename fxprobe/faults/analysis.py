@@ -177,14 +177,16 @@ def load_runtime_ms(fio_json: str | None) -> int | None:
 def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json: str | None,
             log_msec: int, load_start_ms: int, settle_s: float, inject_ms: int, restore_ms: int,
             min_throughput_pct: float, completions: Completions | None = None,
-            planned_s: float | None = None) -> Impact:
+            planned_s: float | None = None, judged_end_ms: int | None = None) -> Impact:
     """``completions`` (per-I/O log): stall, throughput and first effect exact; else from the windows.
-    ``planned_s``: how long the load was meant to run; a load that stopped early stalled until then."""
+    ``planned_s``: how long the load was meant to run; a load that stopped early stalled until then.
+    ``judged_end_ms``: the stall is judged up to here (the end of the recovery window; a drive pull's load runs on
+    through md's rebuild, which is information: faults.rebuild), else to the load's end."""
     if completions is not None and len(completions):
         return _analyse_exact(iops=iops, bw=bw, hist=hist, fio_json=fio_json, log_msec=log_msec,
                               load_start_ms=load_start_ms, settle_s=settle_s, inject_ms=inject_ms,
                               restore_ms=restore_ms, min_throughput_pct=min_throughput_pct, done=completions,
-                              planned_s=planned_s)
+                              planned_s=planned_s, judged_end_ms=judged_end_ms)
     end_ms = int(iops.index.max()) if len(iops) else None
     iops = dense(iops, log_msec, load_start_ms, end_ms)
     bw = dense(bw, log_msec, load_start_ms, end_ms)
@@ -198,7 +200,8 @@ def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json
     baseline_bw = mean_between(bw, base_start, inject_ms)
     window_bw = mean_between(bw, inject_ms, restore_ms)
     pct = 100.0 * window_iops / baseline_iops if baseline_iops and window_iops is not None else None
-    stall_s, stall_start = (longest_stall(iops, log_msec, inject_ms, end_ms) if end_ms else (None, None))
+    stall_s, stall_start = (longest_stall(iops, log_msec, inject_ms, min(end_ms, judged_end_ms or end_ms))
+                            if end_ms else (None, None))
     base_p99 = p99_between(hist, base_start, inject_ms)
     win_p99 = p99_between(hist, inject_ms, restore_ms + log_msec)
     ratio = win_p99 / base_p99 if base_p99 and win_p99 is not None else None
@@ -216,7 +219,8 @@ def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json
 
 
 def _analyse_exact(*, iops, bw, hist, fio_json, log_msec, load_start_ms, settle_s, inject_ms, restore_ms,
-                   min_throughput_pct, done: Completions, planned_s: float | None = None) -> Impact:
+                   min_throughput_pct, done: Completions, planned_s: float | None = None,
+                   judged_end_ms: int | None = None) -> Impact:
     """Stall, throughput and first effect from the successful completions themselves. The load ends at
     the later of its last completion and its start plus fio's runtime (or the planned one, if longer)."""
     runtime = max(load_runtime_ms(fio_json) or 0, int((planned_s or 0) * 1000))
@@ -230,7 +234,7 @@ def _analyse_exact(*, iops, bw, hist, fio_json, log_msec, load_start_ms, settle_
     baseline_bw = done.bytes_between(base_start, inject_ms) / 1024 / base_s if base_s > 0 else None
     window_bw = done.bytes_between(inject_ms, restore_ms) / 1024 / window_s if window_s > 0 else None
     pct = 100.0 * window_iops / baseline_iops if baseline_iops and window_iops is not None else None
-    gap_ms, stall_start = longest_gap(done.t_ms, int(inject_ms), end_ms)
+    gap_ms, stall_start = longest_gap(done.t_ms, int(inject_ms), min(end_ms, judged_end_ms or end_ms))
     base_p99 = p99_between(hist, base_start, inject_ms)
     win_p99 = p99_between(hist, inject_ms, restore_ms + log_msec)
     ratio = win_p99 / base_p99 if base_p99 and win_p99 is not None else None

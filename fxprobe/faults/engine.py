@@ -21,7 +21,7 @@ from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, orphans, overrun, plot, timeline
 from fxprobe.faults import rebuild as rebuild_mod
 from fxprobe.faults import verify as verify_mod
-from fxprobe.faults.completions import Completions
+from fxprobe.faults.completions import Completions, longest_gap
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.live import LoadWatch
 from fxprobe.faults.scenario import LINK_KINDS, Scenario
@@ -490,7 +490,8 @@ class FaultRun:
                                   settle_s=scenario.timing["settle_s"], inject_ms=self.to_node_ms(self.inject_t),
                                   restore_ms=self.to_node_ms(self.restore_t),
                                   min_throughput_pct=scenario.criteria["min_throughput_pct"], completions=done,
-                                  planned_s=self.planned_load_s)
+                                  planned_s=self.planned_load_s,
+                                  judged_end_ms=self.to_node_ms(self.restore_t + scenario.timing["recover_s"] + 2))
         self.rebuilt = self.observe_rebuild(done, impact)
         criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(self.verified)]
         criteria += rebuild_mod.criteria(self.rebuilt, scenario.criteria) if self.rebuilt else []
@@ -525,7 +526,7 @@ class FaultRun:
             p99 = analysis.p99_between(hist, start, end)
             return (count, iops, 100.0 * iops / base_iops if base_iops else None,
                     done.bytes_between(start, end) / 1e6 / seconds if seconds > 0 else 0.0,
-                    p99, p99 / base_p99 if p99 and base_p99 else None)
+                    p99, p99 / base_p99 if p99 and base_p99 else None, longest_gap(done.t_ms, start, end)[0] / 1000.0)
         end_ms = impact.load_end_ms or (int(done.t_ms[-1]) if len(done) else impact.restore_ms)
         return rebuild_mod.observe(samples, inject_ms=impact.inject_ms, restore_ms=impact.restore_ms,
                                    load_end_ms=end_ms, bound_s=scenario.rebuild_bound_s, measure=measure,

@@ -38,6 +38,7 @@ class Band(AsDict):
     mb_s: float
     p99_ns: int | None
     p99_ratio: float | None       # vs the pre-fault p99
+    longest_stall_s: float | None = None   # the longest time in the band with no successful completion
 
     @property
     def seconds(self) -> float:
@@ -58,8 +59,9 @@ class Band(AsDict):
         if self.p99_ratio is not None:
             p99 += f" ({self.p99_ratio:.2f}x pre-fault)"
         pct = format_number(self.throughput_pct, "%") if self.throughput_pct is not None else "-"
+        stall = f", longest stall {self.longest_stall_s:.3f} s" if self.longest_stall_s is not None else ""
         return (f"{self.name} {self.seconds:.1f} s{'' if self.ended else ' (still when the load ended)'}: "
-                f"{pct} of pre-fault throughput ({self.iops:,.0f} IOPS, {self.mb_s:.2f} MB/s), {p99}")
+                f"{pct} of pre-fault throughput ({self.iops:,.0f} IOPS, {self.mb_s:.2f} MB/s), {p99}{stall}")
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,8 @@ def first(timeline: list[tuple[int, str, object]], after_ms: int, wanted: tuple[
 
 
 def band(name: str, start_ms: int, end_ms: int, ended: bool, measure) -> Band:
-    """``measure(start, end)`` -> (ios, iops, pct, mb_s, p99_ns, p99_ratio) of the load in the band."""
+    """``measure(start, end)`` -> (ios, iops, pct, mb_s, p99_ns, p99_ratio[, longest_stall_s]) of the load in the
+    band."""
     return Band(name, int(start_ms), int(end_ms), ended, *measure(int(start_ms), int(end_ms)))
 
 
