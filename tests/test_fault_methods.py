@@ -102,6 +102,34 @@ def test_nullblk_power_off_and_on(fake_sys):
     assert (fake_sys / "sys/kernel/config/nullb/disk0/power").read_text() == "1"
 
 
+def test_nvmet_port_and_namespace_disable_and_their_undo_over_configfs(fake_sys):
+    """The host's nvmet faults through tools/nvmet's object model, on an nvmet tree under the redirected root."""
+    nqn = "nqn.2026-12.io.x:y"
+    nvmet = fake_sys / "sys/kernel/config/nvmet"
+    (nvmet / "subsystems" / nqn / "namespaces" / "1").mkdir(parents=True)
+    (nvmet / "subsystems" / nqn / "namespaces" / "1" / "enable").write_text("1\n")
+    (nvmet / "ports" / "1" / "subsystems").mkdir(parents=True)
+    (nvmet / "ports" / "1" / "subsystems" / nqn).symlink_to(nvmet / "subsystems" / nqn)
+    port = methods.NvmetPortDisable(host_env(), {"kind": "port-disable", "via": "configfs", "port": 1, "nqn": nqn})
+    assert port.probe() is None
+    port.inject()
+    assert not (nvmet / "ports/1/subsystems" / nqn).exists()
+    assert "exports" in methods.restore_from_record(port.restore_record(), host_env())
+    assert (nvmet / "ports/1/subsystems" / nqn).resolve() == (nvmet / "subsystems" / nqn).resolve()
+    ns = methods.NvmetNamespaceDisable(host_env(), {"kind": "namespace-disable", "via": "configfs", "nqn": nqn,
+                                                    "nsid": 1})
+    assert ns.probe() is None
+    ns.inject()
+    assert (nvmet / "subsystems" / nqn / "namespaces/1/enable").read_text().strip() == "0"
+    methods.restore_from_record(ns.restore_record(), host_env())
+    assert (nvmet / "subsystems" / nqn / "namespaces/1/enable").read_text().strip() == "1"
+    missing = methods.NvmetNamespaceDisable(host_env(), {"kind": "namespace-disable", "via": "configfs",
+                                                         "nqn": nqn, "nsid": 2})
+    assert "namespaces/2 does not exist" in missing.probe()
+    unnamed = methods.NvmetPortDisable(host_env(), {"kind": "port-disable", "via": "configfs", "port": 1})
+    assert unnamed.probe() == "fault.port and fault.nqn are required for port-disable"
+
+
 def test_a_fault_the_environment_cannot_do_is_not_runnable(fake_sys):
     fault = {"kind": "port-disable", "via": "auto", "port": 1, "nqn": "nqn.2026-12.x:y"}
     with pytest.raises(NotRunnable) as caught:

@@ -565,21 +565,35 @@ class NvmeDisconnect(Method):
         disconnect_controller(self.env.runner, self._controller().name)
 
 
-class NvmetPortDisable(Method):
-    record = "nvmet-port-link"
-    kind, via = "port-disable", "configfs"
+class NvmetFault(Method):
+    """A fault on this machine's nvmet target through configfs: the tree must be writable and the fault must
+    name ``needs``; ``missing`` says why what it names is not there."""
 
-    @property
-    def target(self) -> str:
-        return f"nvmet-port:{self.fault.get('port')}"
+    needs: tuple[str, ...] = ()
 
     def probe(self) -> str | None:
         from fxprobe.tools.nvmet import NvmetRoot
         reason = NvmetRoot().probe()
         if reason:
             return reason
-        if self.fault.get("port") is None or not self.fault.get("nqn"):
-            return "fault.port and fault.nqn are required for port-disable"
+        if any(self.fault.get(key) in (None, "") for key in self.needs):
+            return f"{' and '.join('fault.' + key for key in self.needs)} are required for {self.kind}"
+        return self.missing()
+
+    def missing(self) -> str | None:
+        return None
+
+
+class NvmetPortDisable(NvmetFault):
+    record = "nvmet-port-link"
+    kind, via, needs = "port-disable", "configfs", ("port", "nqn")
+
+    @property
+    def target(self) -> str:
+        return f"nvmet-port:{self.fault.get('port')}"
+
+    def missing(self) -> str | None:
+        from fxprobe.tools.nvmet import NvmetRoot
         port = NvmetRoot().port(int(self.fault["port"]), create=False)
         return None if self.fault["nqn"] in port.subsystem_nqns() else \
             f"nvmet port {self.fault['port']} does not export {self.fault['nqn']}"
@@ -603,22 +617,17 @@ class NvmetPortDisable(Method):
         NvmetRoot().port(int(self.fault["port"]), create=False).unlink(self.fault["nqn"])
 
 
-class NvmetNamespaceDisable(Method):
+class NvmetNamespaceDisable(NvmetFault):
     record = "nvmet-ns-enable"
-    kind, via = "namespace-disable", "configfs"
+    kind, via, needs = "namespace-disable", "configfs", ("nqn", "nsid")
 
     @property
     def target(self) -> str:
         return f"{self.fault.get('nqn')}/ns{self.fault.get('nsid')}"
 
-    def probe(self) -> str | None:
+    def missing(self) -> str | None:
         from fxprobe.tools.nvmet import NvmetRoot
-        reason = NvmetRoot().probe()
-        if reason:
-            return reason
-        if self.fault.get("nsid") is None or not self.fault.get("nqn"):
-            return "fault.nqn and fault.nsid are required for namespace-disable"
-        folder = NvmetRoot().path / "subsystems" / self.fault["nqn"] / "namespaces" / str(self.fault["nsid"])
+        folder = NvmetRoot().namespace(self.fault["nqn"], int(self.fault["nsid"])).path
         return None if folder.is_dir() else f"{folder} does not exist"
 
     def plan(self) -> list[str]:
@@ -627,7 +636,7 @@ class NvmetNamespaceDisable(Method):
     @classmethod
     def undo(cls, record: dict, ctx: "RestoreContext") -> str:
         from fxprobe.tools.nvmet import NvmetRoot
-        _write(NvmetRoot().path / "subsystems" / record["nqn"] / "namespaces" / str(record["nsid"]) / "enable", "1")
+        NvmetRoot().namespace(record["nqn"], int(record["nsid"])).enable()
         return f"namespace {record['nsid']} of {record['nqn']} enabled"
 
     def restore_record(self) -> dict:
@@ -635,8 +644,7 @@ class NvmetNamespaceDisable(Method):
 
     def inject(self) -> None:
         from fxprobe.tools.nvmet import NvmetRoot
-        folder = NvmetRoot().path / "subsystems" / self.fault["nqn"] / "namespaces" / str(self.fault["nsid"])
-        _write(folder / "enable", "0")
+        NvmetRoot().namespace(self.fault["nqn"], int(self.fault["nsid"])).enable(False)
 
 
 class Manual(Method):

@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxprobe.core import sysfs
 from fxprobe.core.errors import NotRunnable, ToolError
+from fxprobe.core.kernel import NVMET_CONFIGFS
 
-CONFIGFS_ROOT = Path("/sys/kernel/config/nvmet")
 TRTYPES = ("tcp", "rdma", "loop")
 
 
@@ -188,10 +189,10 @@ class Port(Node):
 
 
 class NvmetRoot:
-    """The nvmet configfs tree (default /sys/kernel/config/nvmet)."""
+    """The nvmet configfs tree (default: core.kernel.NVMET_CONFIGFS under core.sysfs's root, which tests redirect)."""
 
-    def __init__(self, path: Path = CONFIGFS_ROOT):
-        self.path = Path(path)
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path is not None else sysfs.path(NVMET_CONFIGFS)
 
     def probe(self) -> str | None:
         """Why nvmet cannot be configured here, or None."""
@@ -223,6 +224,10 @@ class NvmetRoot:
         if allow_any_host:
             subsystem.set_attr("allow_any_host", "1")
         return subsystem
+
+    def namespace(self, nqn: str, nsid: int) -> Namespace:
+        """Namespace ``nsid`` of subsystem ``nqn`` (looked up, not made: its path may not exist)."""
+        return Namespace(self.path / "subsystems" / nqn / "namespaces" / str(nsid))
 
     def port(self, port_id: int, create: bool = True) -> Port:
         port = Port(self.path / "ports" / str(port_id))
