@@ -4,8 +4,10 @@
   read load runs -> VISIBLE naming the offset; the same overwrite outside the load's region -> invisible;
 - a link cut: the longest stall reported equals, within 1 ms, the longest gap between successful
   completions recomputed here from the raw per-I/O log;
-- a raid0 pull: errors counted, and the throughput criterion equals an independent count of the raw
-  log's successful completions.
+- a raid0 pull, driven through the lab's target-control hook (``via = "command"``,
+  examples/target-control/lab): errors counted, the throughput criterion equals an independent count of the
+  raw log's successful completions, and every hook call is in commands.jsonl - the raid0 twin of
+  tests/test_lab_target_control.py's raid6 pull through the same hook.
 
 Each run is short (a small region, a few seconds of load) and restores what it broke.
 """
@@ -106,9 +108,12 @@ def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_pa
     assert 0 <= impact["first_affected_ms"] - inject <= 1000 + 1000 * result["clock"]["uncertainty_s"]
 
 
-def test_raid0_pull_counts_errors_and_only_successful_io_as_throughput(lab, tmp_path):
-    scenario = write_scenario(tmp_path / "pull.toml", shipped("drive-pull-raid0", timing=SHORT,
-                                                             load={"region": SMALL}))
+HOOK = str(Path(__file__).resolve().parent.parent / "examples" / "target-control" / "lab")
+
+
+def test_raid0_pull_through_the_hook_counts_errors_and_only_successful_io_as_throughput(lab, tmp_path):
+    scenario = write_scenario(tmp_path / "pull.toml", shipped("drive-pull-raid0", timing=SHORT, load={"region": SMALL},
+                                                             fault={"via": "command", "command": [HOOK]}))
     refused = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "refused"),
                               "fault", "run", str(scenario), "--lab", lab.name], capture_output=True, text=True,
                              timeout=300, env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "j0.json")})
@@ -129,3 +134,6 @@ def test_raid0_pull_counts_errors_and_only_successful_io_as_throughput(lab, tmp_
     assert impact["errors"] > 0 and result["verdict"] == "visible" and code == 1
     assert (impact["window_ios"], impact["baseline_ios"]) == (during, before)
     assert impact["throughput_pct"] == pytest.approx(pct, rel=1e-9)
+    calls = [json.loads(line) for line in (run_dir / "commands.jsonl").read_text().splitlines()]
+    verbs = [r["argv"][1:] for r in calls if r["name"].endswith("target-control")]
+    assert any(v[:1] == ["drive-pull"] for v in verbs) and any(v[:1] == ["drive-restore"] for v in verbs), verbs
