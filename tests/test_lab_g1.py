@@ -1,4 +1,5 @@
-"""Issue 4 in the lab: G1 self-test, discover/connect/disconnect, inventory, preflight, bad input."""
+"""Issue 4 in the lab: G1 self-test (with issue 18.6's --expect-from), discover/connect/disconnect, inventory,
+preflight, bad input."""
 
 from __future__ import annotations
 
@@ -6,49 +7,67 @@ import json
 
 import pytest
 
+from fxprobe.host.selftest import ExpectedDrive, natural_key, parse_expected_run
 from labcli import criteria, fx
 
 pytestmark = pytest.mark.lab
 
 SPARE_SLOT = 23        # outside the session's raid6 (slots 0-19): pulling it degrades nothing
+SMART_SLOT = 21        # likewise free: its SMART warning degrades nothing either
 
 
 def serial_file(lab) -> str:
     return "".join(f"{d.slot} {d.serial}\n" for d in lab.state.drives)
 
 
-def test_selftest_passes_with_24_drives_and_names_a_pulled_one(lab):
-    code, data, err = fx(lab, "array", "selftest", "--expect-drives", "24")
+def test_selftest_passes_then_names_a_pulled_drive_by_slot_and_serial_and_a_smart_critical_warning(lab):
+    """G1 in the array guest: 24/24 PASS, every drive named by PCI slot in natural order; then two planted faults
+    at once - slot 23 pulled, and a SMART critical warning on slot 21 (QEMU's NVMe model takes it through QMP
+    qom-set) - and each failing criterion names its own drive: the pull by slot and serial from the earlier run
+    (--expect-from, no hand-written list; issue 18.6), and again from a hand-written --serials list."""
+    code, before, err = fx(lab, "array", "selftest", "--expect-drives", "24")
     assert code == 0, err
-    assert data["drives_recognized"] == 24
-    assert sorted(d["serial"] for d in data["drives"]) == sorted(d.serial for d in lab.state.drives)
+    assert before["drives_recognized"] == 24
+    assert sorted(d["serial"] for d in before["drives"]) == sorted(d.serial for d in lab.state.drives)
+    slots = [d["slot"] for d in before["drives"]]
+    assert None not in slots and slots == sorted(slots, key=natural_key)
+    # QEMU's root-bus hotplug slots: lab slot N sits in PCI slot N + 3 (acpiphp names it)
+    by_serial = {d["serial"]: d["slot"] for d in before["drives"]}
+    assert by_serial[lab.drive(0).serial] == "3" and by_serial[lab.drive(SPARE_SLOT).serial] == str(SPARE_SLOT + 3)
     lab.exec("array", ["tee", "/tmp/serials.txt"], input=serial_file(lab), check=True)
+    warned = f"/machine/peripheral/drive{SMART_SLOT}"
     pulled = lab.drive_pull(SPARE_SLOT)
     try:
-        code, data, err = fx(lab, "array", "selftest", "--expect-drives", "24", "--serials", "/tmp/serials.txt")
-    finally:
-        lab.drive_restore(SPARE_SLOT)
-    assert code == 1, err
-    c = criteria(data)
-    assert c["drives recognized"]["measured"] == 23 and c["drives recognized"]["outcome"] == "fail"
-    assert f"slot {SPARE_SLOT} {pulled['serial']}" in c["expected serials present"]["detail"]
-
-
-def test_selftest_fails_naming_the_drive_with_a_smart_critical_warning(lab):
-    """QEMU's NVMe model takes a SMART critical warning through QMP (qom-set smart_critical_warning)."""
-    slot = 21
-    path = f"/machine/peripheral/drive{slot}"
-    with lab.qmp("array") as qmp:
-        qmp.command("qom-set", path=path, property="smart_critical_warning", value=0x4)
-    try:
-        code, data, err = fx(lab, "array", "selftest", "--expect-drives", "24")
+        with lab.qmp("array") as qmp:
+            qmp.command("qom-set", path=warned, property="smart_critical_warning", value=0x4)
+        code, expect_from, err = fx(lab, "array", "selftest", "--expect-from", before["run_dir"])
+        assert code == 1, err
+        code, hand_list, err = fx(lab, "array", "selftest", "--expect-drives", "24", "--serials", "/tmp/serials.txt")
+        assert code == 1, err
     finally:
         with lab.qmp("array") as qmp:
-            qmp.command("qom-set", path=path, property="smart_critical_warning", value=0)
-    assert code == 1, err
-    warning = criteria(data)["SMART critical_warning == 0"]
-    assert warning["outcome"] == "fail" and warning["measured"] == "23/24"
-    assert lab.drive(slot).serial in warning["detail"] and "reliability degraded" in warning["detail"]
+            qmp.command("qom-set", path=warned, property="smart_critical_warning", value=0)
+        lab.drive_restore(SPARE_SLOT)
+    c = criteria(expect_from)
+    assert c["drives recognized"]["measured"] == 23 and c["drives recognized"]["threshold"] == 24   # the list's count
+    assert c["drives recognized"]["outcome"] == "fail"
+    assert f"missing: slot {SPARE_SLOT + 3} {pulled['serial']}" in c["expected serials present"]["detail"]
+    warning = c["SMART critical_warning == 0"]
+    assert warning["outcome"] == "fail" and warning["measured"] == "22/23"
+    assert lab.drive(SMART_SLOT).serial in warning["detail"] and "reliability degraded" in warning["detail"]
+    c = criteria(hand_list)
+    assert c["drives recognized"]["measured"] == 23 and c["drives recognized"]["outcome"] == "fail"
+    assert f"slot {SPARE_SLOT} {pulled['serial']}" in c["expected serials present"]["detail"]   # the list's slot names
+    assert c["SMART critical_warning == 0"]["outcome"] == "fail"
+
+
+def test_inventory_gives_the_same_expected_list_as_a_selftest(lab):
+    """The other delivery-inspection source for --expect-from: an inventory run's drives and slots."""
+    by_serial = {d.serial: str(d.slot + 3) for d in lab.state.drives if d.array == "array"}   # PCI slot = lab slot + 3
+    code, inventory, err = fx(lab, "array", "inventory", "--no-smart")
+    assert code == 0, err
+    assert parse_expected_run(inventory, "inventory") == [ExpectedDrive(s, by_serial[s]) for s in
+                                                          sorted(by_serial, key=lambda s: natural_key(by_serial[s]))]
 
 
 def _host2_paths(lab, nqn):
