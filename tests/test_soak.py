@@ -44,7 +44,7 @@ def test_parse_status_doc_sums_jobs_and_directions():
     doc = status_doc(1_000_500, 4096, 1, total_err=2, error=5, write_bytes=8192)
     doc["jobs"].append({"jobname": "k", "error": 0, "read": {"io_bytes": 100, "total_ios": 3}})
     point = soak.parse_status_doc(doc)
-    assert point == soak.StatusPoint(1000.5, 4096 + 8192 + 100, 4, 2, 5)
+    assert point == soak.StatusPoint(1000.5, 4096 + 8192 + 100, 4, 2, 5, read_bytes=4096 + 100)
 
 
 def test_parse_status_doc_keeps_the_longest_io():

@@ -80,7 +80,17 @@ def test_kill_9_then_resume_loses_no_recorded_sample(tmp_path):
         assert not psutil.pid_exists(process["pid"]) or \
             psutil.Process(process["pid"]).cmdline() != fio_state["argv"]
 
+    # the data is verified throughout (issue 14 Must-show 4): every sample carries the bytes its segment verified;
+    # the resume writes the killed segment's verify record from that fio's stderr, the new segment verifies on
+    assert all("verified" in s and s["mismatches"] == 0 for s in new_samples)
+    assert old_samples[-1]["verified"] > 0 and new_samples[-1]["verified"] > 0
+    verifies = [r for r in new if r["type"] == "verify"]
+    assert [v.get("seg") for v in verifies] == [1, 2, None]            # killed segment, resumed one, read-back
+    assert verifies[0]["source"] == "load (read after the restart)"
+    assert verifies[0]["verified_bytes"] == old_samples[-1]["verified"] and verifies[0]["mismatches"] == 0
     result = json.loads(done.stdout)
+    assert result["verified_bytes"] == sum(v["verified_bytes"] for v in verifies) and result["mismatches"] == 0
+    assert {c["name"]: c for c in result["verdict"]["criteria"]}["data verified (mismatches)"]["outcome"] == "pass"
     assert result["command"] == "soak" and result["samples"] == len(new_samples)
     assert result["resumes"] == 1 and result["segments"] == 2
     assert [i["kind"] for i in result["interruptions"]] == ["gap"]

@@ -35,10 +35,13 @@ def _status(app: App, config, metrics):
 @click.option("--allow-serial", "allow", multiple=True,
               help="Serial (or loop:<file>) of a device that may be written (repeatable).")
 @click.option("--set", "sets", multiple=True, help="Override a profile key, e.g. --set threads=8 (repeatable).")
+@click.option("--no-verify", "no_verify", default=None, metavar="REASON",
+              help="Do not check the data the load reads back against its verify headers; REASON is printed and "
+                   "recorded, and the soak's data criterion is NOT RUN.")
 @size_option
 @metrics_options
 @pass_app
-def soak(app: App, profile, duration, target, resume_dir, stall, sample, health, allow, sets, scale,
+def soak(app: App, profile, duration, target, resume_dir, stall, sample, health, allow, sets, no_verify, scale,
          max_bytes, metrics_port, metrics_file) -> int:
     """Run PROFILE for the whole --duration; record every interruption (G4 evidence)."""
     metrics = metrics_sink(metrics_port, metrics_file)
@@ -50,6 +53,8 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
             if value is not None and value != recorded:
                 raise BadInput(f"{name} {value!r} differs from the resumed soak's {recorded!r}",
                                hint="leave it out: --resume takes it from the run")
+        if no_verify is not None:
+            raise BadInput("--no-verify applies to a new soak; --resume verifies as the soak it resumes did")
         if duration is not None and duration != config.planned_s:
             raise BadInput(f"--duration {duration:g} s differs from the resumed soak's {config.planned_s:g} s",
                            hint="leave it out: --resume takes it from the run")
@@ -63,8 +68,10 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
             raise BadInput("give a PROFILE to run (fxprobe profile list), or --resume RUNDIR")
         if duration is None or target is None:
             raise BadInput(f"soak {profile}: --duration and --target are required")
+        if no_verify is not None and not no_verify.strip():
+            raise BadInput("--no-verify needs a reason: say why this soak does not verify its data")
         config = soak_lib.SoakConfig(profile, target, duration, stall, sample, health,
-                                     scale, max_bytes_of(max_bytes), tuple(allow), parse_sets(sets))
+                                     scale, max_bytes_of(max_bytes), tuple(allow), parse_sets(sets), no_verify or "")
         soak_lib.plan_soak(config)
         run = app.new_run("soak")
         summary = soak_lib.Soak(run, app.runner(run), config, app.progress,

@@ -23,7 +23,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Callable, TypeVar
+from typing import Annotated, Any, Callable, Literal, TypeVar
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
                       ValidationInfo, WithJsonSchema, field_validator)
@@ -52,6 +52,7 @@ Count = PositiveInt
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, description="seconds, > 0")]
 NonNegativeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False, description="seconds, >= 0")]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+VerifyMethod = Literal["crc32c", "crc32c-intel", "md5", "sha256", "sha512", "xxhash", "off"]   # fio verify=
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
                "gib": 1024**3, "t": 1024**4, "tib": 1024**4, "kb": 1000, "mb": 1000**2,

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import (InputModel, NonEmptyStr, NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat,
-                                 PositiveInt, SizeAsWritten, beside, validate)
+                                 PositiveInt, SizeAsWritten, VerifyMethod, beside, validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "faults"
@@ -41,7 +41,6 @@ Via = Literal["auto", "qmp", "sysfs", "md", "nullblk", "manual", "netlink", "nvm
               "dd"]
 Rw = Literal["randread", "read", "randwrite", "write", "randrw", "rw"]
 IoPolicy = Literal["", "numa", "round-robin", "queue-depth"]
-VerifyMethod = Literal["crc32c", "crc32c-intel", "md5", "sha256", "sha512", "xxhash", "off"]
 MAX_SPAN_S = 3600 * 72
 Span = Annotated[float, Field(ge=0, le=MAX_SPAN_S)]
 Text = Annotated[str | None, Field(min_length=1)]

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import size_bytes
 from fxprobe.core.verdict import Criterion, Outcome
-from fxprobe.tools.fio import VerifyMismatch, parse_fio_verify_errors
+from fxprobe.tools.fio import VerifyMismatch, describe_mismatches, first_reports, parse_fio_verify_errors
 
 BACKLOG = 256           # verify_backlog of write loads: written blocks verified in batches of this many
 PASSES = 256            # the region listed this many times: passes one after another (see load_flags)
@@ -167,14 +167,7 @@ def criterion(result: VerifyResult) -> Criterion:
            + (", verify_backlog + read-back after restore" if plan.writes else ", every block read"))
     found = result.mismatches
     if found:
-        first = {}
-        for m in found:                       # the first report of each bad block, lowest offset first
-            first.setdefault((m.file, m.offset), m)
-        blocks = [first[k] for k in sorted(first, key=lambda k: k[1])]
-        shown = "; ".join(m.text() for m in blocks[:SHOWN])
-        span = f"{blocks[0].offset}..{blocks[-1].offset + blocks[-1].length - 1}"
-        detail = (f"{shown}{f' (+{len(blocks) - SHOWN} more blocks)' if len(blocks) > SHOWN else ''}; "
-                  f"{len(found)} bad reads of {len(blocks)} blocks in bytes {span}; over {gib:.3f} GiB ({how})")
+        detail = f"{describe_mismatches(first_reports(found), len(found), SHOWN)}; over {gib:.3f} GiB ({how})"
     else:
         detail = f"0 mismatches over {gib:.3f} GiB ({how})"
     if result.problems:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fxprobe.core.data import AsDict
 from fxprobe.soak.common import STARTUP_GRACE_S, stamp
@@ -26,8 +26,9 @@ class Interruption(AsDict):
 class Monitor:
     """Turns status points, path states and clock ticks into records (pure: no I/O)."""
 
-    def __init__(self, stall_s: float, next_id: int = 1):
+    def __init__(self, stall_s: float, next_id: int = 1, verifying: bool = False):
         self.stall_s = stall_s
+        self.verifying = verifying             # samples carry the bytes verified and the verify failures
         self.next_id = next_id
         self.open: dict[str, dict] = {}        # key -> the opening record
         self.segment = 0
@@ -72,10 +73,13 @@ class Monitor:
         self.last_report = ts
         return [self.closed("fio", ts, f"load restarted (segment {segment})")] if "fio" in self.open else []
 
-    def observe(self, point: StatusPoint, received: float | None = None) -> list[dict]:
+    def observe(self, point: StatusPoint, received: float | None = None, mismatches: int = 0) -> list[dict]:
         """One status document. A stall opens when fio's own report shows no new completed
-        I/O for more than ``stall_s`` since the last progress, and closes at the next progress."""
+        I/O for more than ``stall_s`` since the last progress, and closes at the next progress.
+        ``mismatches``: the verify failures fio printed so far in this segment (read after the document, so
+        at least those it counts): fio counts them in total_err, they are not I/O errors."""
         received = received if received is not None else point.ts
+        point = replace(point, errors=max(0, point.errors - mismatches))
         silent, self.last_report = received - self.last_report, received
         previous = self.previous
         base_ts = previous.ts if previous else self.segment_start
@@ -88,6 +92,8 @@ class Monitor:
         out = [{"type": "sample", "seg": self.segment, "t": stamp(point.ts), "ts": point.ts,
                 "io_bytes": point.io_bytes, "ios": point.ios, "errors": point.errors,
                 "bw": None if bw is None else round(bw, 1), "iops": None if iops is None else round(iops, 2)}]
+        if self.verifying:
+            out[0].update(verified=point.read_bytes, mismatches=mismatches)
         if bw is not None:
             self.last_bw = bw
         longest = point.max_lat_ns / 1e9

@@ -39,6 +39,7 @@ class StartRecord(Record):
     sample_s: float
     health_s: float | None = None
     pid: int | None = None
+    verify: dict | None = None      # soak.verify.SoakVerifyPlan: how the data is verified (None: not recorded)
 
 
 class SegmentRecord(Record):
@@ -58,6 +59,8 @@ class SampleRecord(Record):
     errors: int = 0
     bw: float | None = None
     iops: float | None = None
+    verified: int | None = None     # bytes read and checked against their verify headers in this segment
+    mismatches: int | None = None   # verify failures fio printed in this segment so far (not in ``errors``)
 
 
 class InterruptionRecord(Record):
@@ -79,6 +82,20 @@ class InterruptionEndRecord(Record):
     end_ts: float | None = None
     seconds: float | None = None
     detail: str = ""
+
+
+class VerifyRecord(Record):
+    """What a load segment (``seg``) or the read-back pass after the load (no ``seg``) verified: bytes read and
+    checked, verify failures (bad reads) on how many blocks, and the first of them (offset, found, expected)."""
+
+    source: str
+    verified_bytes: int
+    mismatches: int
+    bad_blocks: int = 0
+    bad_blocks_more: bool = False   # more bad blocks than were counted one by one
+    shown: list[dict] = []
+    seg: int | None = None
+    problem: str = ""               # the read-back pass did not give a whole result (why)
 
 
 class NoteRecord(Record):
@@ -109,7 +126,7 @@ class EndRecord(Record):
 RECORD_TYPES: dict[str, type[Record]] = {
     "start": StartRecord, "segment": SegmentRecord, "sample": SampleRecord, "interruption": InterruptionRecord,
     "interruption-end": InterruptionEndRecord, "note": NoteRecord, "telemetry": TelemetryRecord,
-    "health": HealthRecord, "resume": ResumeRecord, "end": EndRecord}
+    "health": HealthRecord, "resume": ResumeRecord, "end": EndRecord, "verify": VerifyRecord}
 
 
 def as_record(data: "Record | dict", source: str = "soak record") -> Record:

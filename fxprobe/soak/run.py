@@ -14,14 +14,16 @@ from typing import Callable
 import psutil
 
 from fxprobe.host import telemetry
-from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.errors import BadInput, NotRunnable, ParseError, ToolError
 from fxprobe.core.rundir import RESULTS, RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.soak.common import END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, hms, stamp
 from fxprobe.core.status import Status
 from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
-from fxprobe.soak.records import InterruptionRecord, RecordLog, load_records, repair_tail
+import fxprobe.soak.verify as soak_verify
+from fxprobe.soak.records import (InterruptionRecord, RecordLog, SampleRecord, StartRecord, VerifyRecord, load_records,
+                                  repair_tail)
 from fxprobe.soak.state import FioJob, FioState, SoakConfig, SoakState
 from fxprobe.soak.stream import JsonStream, parse_status_doc
 from fxprobe.soak.summary import SoakSummary, summarize
@@ -50,12 +52,14 @@ def load_state(path: Path) -> tuple[RunDir, SoakState]:
 
 def plan_soak(config: SoakConfig, runtime: float | None = None):
     """The profile's job for ``runtime`` (default: the whole period), the target checked before
-    anything is written (BadInput/UnsafeTarget)."""
+    anything is written, and a load fio cannot verify refused (BadInput/UnsafeTarget)."""
     from fxprobe.workload import run as workload
     config.validate()
-    return workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
+    plan = workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
                              scale=config.scale, max_bytes=config.max_bytes, overrides=config.overrides,
                              allow=config.allow)
+    soak_verify.plan_for(plan.derivation, plan.target, config.no_verify_reason)
+    return plan
 
 
 def _same_process(pid: int | None, argv: list[str] | None, create_time: float | None) -> psutil.Process | None:
@@ -142,6 +146,8 @@ class Soak:
         self.state = state or SoakState(config=config)
         self.log: RecordLog | None = None
         self.monitor = Monitor(config.stall_s)
+        self.vplan = soak_verify.SoakVerifyPlan("off", reason="not planned yet")
+        self.read_bytes = 0             # read (and verified, when verifying) by the segment's fio so far
         self.covered_before = 0.0
         # side readings run in worker threads: reading an NVMe temperature or smart-log sends an
         # admin command, which waits (up to the admin timeout) while a controller reconnects
@@ -154,6 +160,7 @@ class Soak:
         reason = fio.probe_fio(self.runner)
         if reason:
             raise NotRunnable(reason)
+        self._verifying(soak_verify.plan_for(plan.derivation, plan.target, self.config.no_verify_reason))
         self.state.baseline_paths = {k: v for k, v in telemetry.path_states().items() if v["state"] == "live"}
         self._save_state()
         self.log = ObservedLog(RecordLog(self.run.path / RECORDS), self.status)
@@ -163,12 +170,15 @@ class Soak:
                          "stall_s": self.config.stall_s, "sample_s": self.config.sample_s,
                          "health_s": self.config.health_s, "pid": os.getpid(),
                          "paths": self.state.baseline_paths, "md": telemetry.md_states(),
-                         "target_check": plan.check.to_dict()})
-        if not plan.derivation.writes:
+                         "target_check": plan.check.to_dict(), "verify": self.vplan.to_dict()})
+        for line in self.vplan.lines(self.config.target):
+            self.progress(line)
+        layout = soak_verify.layout_job(plan.derivation, plan.target, self.vplan, plan.layout_job)
+        if layout:
             self.status.phase("layout (not timed)", planned_s=self.config.planned_s)
             self.progress(f"laying out the working set on {self.config.target} (not timed)")
             job = self.run.raw_path(f"{plan.derivation.profile}.layout.fio")
-            job.write_text(plan.layout_job)
+            job.write_text(layout)
             fio.run_fio(self.runner, [str(job)], timeout=600 + plan.derivation.total_bytes / 20e6,
                         output_format="json", label="fio-layout")
         return self._loop(0.0)
@@ -180,12 +190,16 @@ class Soak:
         repair_tail(path)
         records = load_records(path)
         done = summarize(records)
+        start = next((r for r in records if isinstance(r, StartRecord)), None)
+        self._verifying(soak_verify.SoakVerifyPlan(**start.verify) if start is not None and start.verify else
+                        soak_verify.SoakVerifyPlan("off", reason="the soak was started without data verification"))
         self.monitor.next_id = max([r.id for r in records if isinstance(r, InterruptionRecord)] + [0]) + 1
         self.log = ObservedLog(RecordLog(path), self.status)
         last_ts = max((getattr(r, "end_ts", None) or r.ts or getattr(r, "start_ts", None) or 0) for r in records)
         now = time.time()
         self.log.append({"type": "resume", "t": stamp(now), "ts": now, "pid": os.getpid(), "orphan": orphan,
                          "covered_s": done.duration_s})
+        self._verify_stopped_segment(records)
         for item in done.interruptions:
             if item.end is None:
                 self.log.append({"type": "interruption-end", "id": item.id, "end": stamp(last_ts), "end_ts": last_ts,
@@ -220,6 +234,8 @@ class Soak:
                     break
                 time.sleep(1.0)
             self._collect_side_readings()
+            if self.vplan.readback:
+                self._read_back()
             now = time.time()
             for key in list(self.monitor.open):
                 self.log.append(self.monitor.closed(key, now, "soak ended"))
@@ -235,7 +251,7 @@ class Soak:
         runtime = max(1, math.ceil(remaining_s))
         plan = plan_soak(self.config, runtime)
         job = self.run.raw_path(f"soak.seg{segment}.fio")
-        job.write_text(plan.measure_job.replace("[global]\n", "[global]\ncontinue_on_error=io\ngroup_reporting=1\n", 1))
+        job.write_text(soak_verify.measure_job(plan.derivation, plan.target, self.vplan))
         # json+ gives the live line the interval's p99 (bins); plain JSON when nobody watches
         argv = ["fio", f"--output-format={'json+' if self.status.active else 'json'}",
                 f"--status-interval={STATUS_INTERVAL_S:g}", str(job)]
@@ -247,21 +263,26 @@ class Soak:
         except psutil.NoSuchProcess:
             create_time = None
         self.state.segments = segment
-        self.state.fio = FioState(pid=background.pid, argv=argv, create_time=create_time, segment=segment)
+        self.state.fio = FioState(pid=background.pid, argv=argv, create_time=create_time, segment=segment,
+                                  stderr=background.stderr_path.name if background.stderr_path else None)
         self._save_state()
         for record in self.monitor.new_segment(segment, started):
             self.log.append(record)
         self.log.append({"type": "segment", "seg": segment, "t": stamp(started), "ts": started,
                          "planned_s": runtime, "pid": background.pid, "argv": argv})
         first_ts = last_ts = None
+        verify_tail = soak_verify.StderrTail(background.stderr_path if self.vplan.enabled else None)
+        self.read_bytes = 0
         try:
-            first_ts, last_ts = self._watch(background, started, runtime)
+            first_ts, last_ts = self._watch(background, started, runtime, verify_tail)
         finally:
             if background.alive():
                 background.stop(timeout=10)
             background.process.stdout.close()
         code = background.finish()
         ended = time.time()
+        if self.vplan.enabled:
+            self.log.append(verify_tail.finish().record(ended, stamp(ended), "load", self.read_bytes, segment))
         ran = (last_ts - started) if last_ts else 0.0
         if runtime - ran > END_TOLERANCE_S:
             _, err = background.output()
@@ -278,7 +299,8 @@ class Soak:
                              "detail": f"fio exited with code {code} at the end of segment {segment}"})
         return code, ran
 
-    def _watch(self, background, started: float, runtime: float) -> tuple[float | None, float | None]:
+    def _watch(self, background, started: float, runtime: float,
+               verify_tail: "soak_verify.StderrTail") -> tuple[float | None, float | None]:
         fd = background.process.stdout.fileno()
         os.set_blocking(fd, False)
         stream = JsonStream()
@@ -295,13 +317,9 @@ class Soak:
             while not eof:
                 selector.select(timeout=0.5)
                 data, eof = _drain(fd)
-                for doc in stream.feed(data) if data else ():
-                    point = parse_status_doc(doc)
-                    self.live.doc(doc)
+                for point in self._observe(stream.feed(data) if data else [], verify_tail):
                     first_ts = first_ts or point.ts
                     last_ts = point.ts
-                    for record in self.monitor.observe(point, time.time()):
-                        self.log.append(record)
                 now = time.time()
                 for record in self.monitor.tick(now):
                     self.log.append(record)
@@ -336,6 +354,59 @@ class Soak:
             self.log.append({"type": "note", "t": stamp(time.time()), "ts": time.time(),
                              "detail": f"not JSON on fio's stdout: {text}"})
         return first_ts, last_ts
+
+    def _observe(self, docs: list, verify_tail: "soak_verify.StderrTail") -> list:
+        """fio's status documents as samples (and interruptions); the verify failures fio printed so far are
+        read after the documents, so they hold at least those the documents count as errors."""
+        mismatches = verify_tail.poll() if docs else verify_tail.bad_reads
+        points = []
+        for doc in docs:
+            point = parse_status_doc(doc)
+            self.live.doc(doc)
+            self.read_bytes = point.read_bytes
+            for record in self.monitor.observe(point, time.time(), mismatches):
+                self.log.append(record)
+            points.append(point)
+        return points
+
+    # -- verification --------------------------------------------------------------
+    def _verifying(self, plan: "soak_verify.SoakVerifyPlan") -> None:
+        self.vplan = plan
+        self.monitor.verifying = plan.enabled
+
+    def _verify_stopped_segment(self, records: list) -> None:
+        """After a crash: the verify record of the segment whose fxprobe was killed, from that fio's stderr file
+        (complete: the orphaned fio was stopped first) and its last sample - verification goes on from there."""
+        seg, name = self.state.fio.segment, self.state.fio.stderr
+        if not self.vplan.enabled or not seg or not name:
+            return
+        if any(isinstance(r, VerifyRecord) and r.seg == seg for r in records):
+            return
+        samples = [r for r in records if isinstance(r, SampleRecord) and r.seg == seg]
+        verified = (samples[-1].verified or 0) if samples else 0
+        tail = soak_verify.StderrTail(self.run.raw / name).finish()
+        now = time.time()
+        self.log.append(tail.record(now, stamp(now), "load (read after the restart)", verified, seg))
+
+    def _read_back(self) -> None:
+        """One pass reading the whole working set back after the load, every block checked (not timed)."""
+        plan = plan_soak(self.config, 1)
+        job = self.run.raw_path(f"{plan.derivation.profile}.readback.fio")
+        job.write_text(soak_verify.readback_job(plan.derivation, plan.target, self.vplan))
+        self.status.phase("read-back (not timed)", planned_s=self.config.planned_s, done_s=self.config.planned_s)
+        self.progress(f"reading the working set on {self.config.target} back, every block checked (not timed)")
+        done = self.runner.run(["fio", "--output-format=json", str(job)],
+                               timeout=600 + plan.derivation.total_bytes / 20e6, label="fio-readback")
+        tail = soak_verify.StderrTail(None)
+        tail.feed(done.stderr or "")
+        try:
+            verified = int(fio.parse_fio_json(done.stdout, "fio read-back").total("read", "io_bytes"))
+            problem = "" if done.ok else f"fio exited with code {done.returncode}"
+        except ParseError:
+            verified, problem = 0, f"the read-back pass gave no result: {done.failure('fio')}"
+        now = time.time()
+        record = tail.finish().record(now, stamp(now), "read-back after the load", verified)
+        self.log.append({**record, "problem": problem} if problem else record)
 
     def _check_paths(self, now: float) -> None:
         """A path lost (or back) since the soak started is an interruption opened (or closed)."""

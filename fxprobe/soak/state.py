@@ -29,6 +29,7 @@ class SoakConfig:
     max_bytes: int | None = None
     allow: tuple[str, ...] = ()
     overrides: dict = field(default_factory=dict)
+    no_verify_reason: str = ""      # --no-verify: the soak does not verify its data, and says why
 
     def validate(self) -> "SoakConfig":
         for name in ("stall_s", "sample_s", "health_s"):
@@ -58,6 +59,7 @@ class FioState(_State):
     create_time: float | None = None
     segment: int | None = None
     jobs: list[FioJob] = Field(default_factory=list)
+    stderr: str | None = None          # its stderr file in the run's raw/ (the verify failures fio printed)
 
 
 class SoakState(_State):

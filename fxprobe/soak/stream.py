@@ -23,6 +23,7 @@ class StatusPoint:
     errors: int          # total_err over jobs (continue_on_error)
     job_error: int       # the first non-zero job error code, 0 if none
     max_lat_ns: int = 0  # the longest I/O so far (lat_ns.max, else clat_ns.max, over jobs and directions)
+    read_bytes: int = 0  # of io_bytes, those read (a verifying load checks each: the verified bytes)
 
 
 def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
@@ -31,7 +32,7 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
         raise ParseError(source, "timestamp_ms", "missing (not a fio JSON status document)")
     ts = integer(data["timestamp_ms"], source, "timestamp_ms") / 1000
     rows = arr(data.get("jobs", data.get("client_stats")), source, "jobs")
-    io_bytes = ios = errors = max_lat = 0
+    io_bytes = ios = errors = max_lat = read_bytes = 0
     job_error = 0
     for i, row in enumerate(rows):
         row = obj(row, source, f"jobs[{i}]")
@@ -40,7 +41,9 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
         for direction in fio.DIRECTIONS:
             stats = row.get(direction)
             if isinstance(stats, dict):
-                io_bytes += integer(stats.get("io_bytes", 0), source, f"jobs[{i}].{direction}.io_bytes")
+                moved = integer(stats.get("io_bytes", 0), source, f"jobs[{i}].{direction}.io_bytes")
+                io_bytes += moved
+                read_bytes += moved if direction == "read" else 0
                 ios += integer(stats.get("total_ios", 0), source, f"jobs[{i}].{direction}.total_ios")
                 lat = stats.get("lat_ns") or stats.get("clat_ns") or {}
                 if isinstance(lat, dict) and lat.get("max") is not None:
@@ -48,7 +51,7 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
         errors += integer(row.get("total_err", 0), source, f"jobs[{i}].total_err")
         code = integer(row.get("error", 0), source, f"jobs[{i}].error")
         job_error = job_error or code
-    return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat)
+    return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat, read_bytes)
 
 
 class JsonStream:

@@ -7,11 +7,12 @@ from dataclasses import asdict, dataclass
 
 from fxprobe.core.errors import ParseError
 from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, STATUS_INTERVAL_S, hms
+import fxprobe.soak.verify as soak_verify
 from fxprobe.soak.monitor import Interruption
 from fxprobe.soak.records import (RECORD_TYPES, EndRecord, HealthRecord, InterruptionEndRecord, InterruptionRecord,
                                   NoteRecord, ResumeRecord, SampleRecord, SegmentRecord, StartRecord,
-                                  TelemetryRecord, as_records)
-from fxprobe.core.verdict import Criterion, Verdict
+                                  TelemetryRecord, VerifyRecord, as_records)
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class SoakSummary:
     last_sample: str | None
     notes: tuple[str, ...] = ()
     unmonitored_s: float = 0.0      # fxprobe not running (crash, kill -9): never counted as covered
+    verify: dict | None = None      # how the data was verified (soak.verify.SoakVerifyPlan); None: not recorded
+    verified_bytes: int = 0         # read and checked against their verify headers (load and read-back pass)
+    mismatches: int = 0             # verify failures (bad reads)
+    bad_blocks: int = 0             # on this many blocks (at least)
+    mismatches_shown: tuple[dict, ...] = ()   # the first bad blocks: offset, found and expected header
+    verify_problems: tuple[str, ...] = ()
 
     MAX_NOTES = 20
 
@@ -55,7 +62,12 @@ class SoakSummary:
             Criterion.compare("load covered the planned time", round(self.duration_s, 1), ">=",
                               round(self.planned_s - tolerance, 1), unit="s",
                               detail=f"planned {self.planned_s:g} s, {tolerance:g} s end tolerance"),
+            self.verify_criterion(),
         ))
+
+    def verify_criterion(self) -> Criterion:
+        return soak_verify.criterion(self.verify, self.verified_bytes, self.mismatches, self.bad_blocks,
+                                     list(self.mismatches_shown), list(self.verify_problems))
 
     def lines(self) -> list[str]:
         bw = self.bandwidth
@@ -69,6 +81,9 @@ class SoakSummary:
                        f"{bw['zero_intervals']} interval(s) with no I/O; IOPS mean {self.iops_mean:,.1f}")
         out.append(f"  I/O errors: {self.io_errors}; telemetry samples {self.telemetry_samples}, "
                    f"health reads {self.health_samples}")
+        check = self.verify_criterion()
+        out.append(f"  data verified: {check.detail}" if check.outcome is not Outcome.NOT_RUN
+                   else f"  data NOT verified: {check.detail.removeprefix('not verified: ')}")
         if self.nvme_temp_max_c:
             out.append("  NVMe max temperature: " + ", ".join(f"{k} {v:g} C" for k, v in self.nvme_temp_max_c.items()))
         out.append(f"  interruptions: {len(self.interruptions)}")
@@ -103,6 +118,8 @@ class _Tally:
         self.first: str | None = None
         self.last: str | None = None
         self.notes: list[str] = []
+        self.verified: dict[int, tuple[int, int]] = {}        # seg -> (verified, mismatches) of its last sample
+        self.verify_records: dict[int | None, VerifyRecord] = {}   # seg (None: the read-back pass) -> its record
 
     def on_start(self, r: StartRecord) -> None:
         self.start = self.start or r
@@ -128,6 +145,8 @@ class _Tally:
             self.bws.append(r.bw)
             self.iopss.append(r.iops or 0.0)
         self.errors_by_segment[r.seg] = r.errors
+        if r.verified is not None:
+            self.verified[r.seg] = (r.verified, r.mismatches or 0)
 
     def on_interruption(self, r: InterruptionRecord) -> None:
         self.opened[r.id] = r
@@ -149,6 +168,9 @@ class _Tally:
     def on_end(self, r: EndRecord) -> None:
         self.end = r
 
+    def on_verify(self, r: VerifyRecord) -> None:
+        self.verify_records[r.seg] = r
+
     def on_note(self, r: NoteRecord) -> None:
         if len(self.notes) < SoakSummary.MAX_NOTES:
             self.notes.append(f"{r.t or ''} {r.detail}")
@@ -167,6 +189,27 @@ class _Tally:
     def unmonitored_s(self) -> float:
         """Seconds fxprobe was not running (``gap`` interruptions): never counted as covered."""
         return round(sum(r.seconds or 0 for r in self.opened.values() if r.kind == "gap"), 3)
+
+    def verification(self) -> dict:
+        """Bytes verified and verify failures: each segment's verify record (its last sample's figures when it
+        has none: a soak that stopped and was not resumed), plus the read-back pass."""
+        verified = mismatches = 0
+        for seg in set(self.verified) | {s for s in self.verify_records if s is not None}:
+            record = self.verify_records.get(seg)
+            got = (record.verified_bytes, record.mismatches) if record else self.verified[seg]
+            verified, mismatches = verified + got[0], mismatches + got[1]
+        readback = self.verify_records.get(None)
+        if readback is not None:
+            verified, mismatches = verified + readback.verified_bytes, mismatches + readback.mismatches
+        shown: dict = {}
+        for record in self.verify_records.values():
+            for block in record.shown:
+                shown.setdefault((block.get("file"), block.get("offset")), block)
+        blocks = max([len(shown)] + [r.bad_blocks for r in self.verify_records.values()])
+        return {"verify": self.start.verify if self.start else None, "verified_bytes": verified,
+                "mismatches": mismatches, "bad_blocks": blocks,
+                "mismatches_shown": tuple(shown[k] for k in sorted(shown, key=lambda k: (str(k[0]), k[1] or 0))),
+                "verify_problems": tuple(r.problem for r in self.verify_records.values() if r.problem)}
 
     def bandwidth(self) -> dict:
         if not self.bws:
@@ -199,4 +242,4 @@ def summarize(records: list) -> SoakSummary:
         health_samples=tally.health, nvme_temp_max_c=tally.temps, stall_s=start.stall_s, sample_s=start.sample_s,
         completed=tally.end is not None, end_reason=tally.end.reason if tally.end else "",
         first_sample=tally.first, last_sample=tally.last, notes=tuple(tally.notes),
-        unmonitored_s=tally.unmonitored_s())
+        unmonitored_s=tally.unmonitored_s(), **tally.verification())

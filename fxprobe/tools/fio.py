@@ -471,14 +471,19 @@ def run_fio(runner: Runner, args: Sequence[str], *, timeout: float, host: Host =
 
 
 # -- verify failures (fio verify.c: verify_header, log_verify_failure) -------------------------------
-# "verify: bad magic header 0, wanted acca at file F offset 1048576, length 4096 (requested block: offset=..., length=...)"
-_VERIFY_HEADER = re.compile(
+# A header failure is two writes to stderr: "verify: bad magic header 0, wanted acca" then
+# " at file F offset 1048576, length 4096 (requested block: offset=..., length=...)\n". Job processes share
+# stderr, so with several jobs another job's write can come between the two (seen with 16 jobs:
+# "wanted accaverify: bad magic header 0, wanted acca at file ..."): heads and tails are paired in order.
+_VERIFY_HEAD = re.compile(
     r"verify: bad (?P<field>magic header|header length|header rand_seed|header offset|header numberio|header crc) "
-    r"(?P<found>\S+), (?:wanted|calculated) (?P<expected>\S+?) at file (?P<file>.+?) offset (?P<offset>\d+), "
-    r"length (?P<length>\d+) \(requested block: offset=(?P<block>\d+), length=(?P<block_len>\d+)")
+    r"(?P<found>[^\s,]+), (?:wanted|calculated) (?P<expected>[0-9A-Za-z]+?)(?= at file |verify: bad |\s|$)")
+_VERIFY_TAIL = re.compile(
+    r" at file (?P<file>[^\n]+?) offset (?P<offset>\d+), length (?P<length>\d+) "
+    r"\(requested block: offset=(?P<block>\d+), length=(?P<block_len>\d+)\)")
 # "crc32c: verify failed at file F offset 3276800, length 4096 (requested block: offset=..., length=..., flags=8)"
 _VERIFY_DATA = re.compile(
-    r"(?P<method>[\w-]+): verify failed at file (?P<file>.+?) offset (?P<offset>\d+), length (?P<length>\d+) "
+    r"(?P<method>[\w-]+): verify failed at file (?P<file>[^\n]+?) offset (?P<offset>\d+), length (?P<length>\d+) "
     r"\(requested block: offset=(?P<block>\d+), length=(?P<block_len>\d+)")
 _VERIFY_CRC = re.compile(r"(?P<which>Expected|Received) CRC: (?P<value>[0-9a-fA-F]+)")
 _HEADER_FIELDS = {"magic header": "magic", "header length": "length", "header rand_seed": "rand_seed",
@@ -509,39 +514,96 @@ class VerifyMismatch(AsDict):
                 f"{self.found or '?'}, expected {self.expected or '?'}")
 
 
+def first_reports(mismatches: Sequence[VerifyMismatch]) -> list[VerifyMismatch]:
+    """The first report of each bad block (a block read several times is reported each time), by file and offset."""
+    first: dict = {}
+    for m in mismatches:
+        first.setdefault((m.file, m.offset), m)
+    return [first[key] for key in sorted(first)]
+
+
+def describe_mismatches(blocks: Sequence[VerifyMismatch], bad_reads: int, shown: int = 5,
+                        total_blocks: int | None = None) -> str:
+    """'data mismatch at offset ... (found, expected); ...; N bad reads of M blocks in bytes A..B' from the
+    bad blocks' first reports (``total_blocks``: how many there were, when only some are given)."""
+    ordered = sorted(blocks, key=lambda m: (m.file, m.offset))
+    total = max(total_blocks or 0, len(ordered))
+    text = "; ".join(m.text() for m in ordered[:shown]) + (f" (+{total - shown} more blocks)" if total > shown else "")
+    files = {m.file for m in ordered}
+    if len(files) == 1 and total == len(ordered):
+        where = f" in bytes {ordered[0].offset}..{ordered[-1].offset + ordered[-1].length - 1}"
+    else:
+        where = f" in {len(files)} files" if len(files) > 1 else ""
+    return f"{text}; {bad_reads} bad reads of {total} blocks{where}"
+
+
+class VerifyErrorParser:
+    """fio's verify failures from its stderr as it grows (``feed`` the new text, ``finish`` at the end): each
+    failure once, in order; a header failure's two parts are paired in the order they were written."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+        self.heads: list[dict] = []          # "verify: bad ..." parts still waiting for their " at file ..." part
+        self.pending: dict | None = None     # a checksum failure waiting for its Expected/Received CRC lines
+
+    def feed(self, text: str) -> list[VerifyMismatch]:
+        """The failures completed by ``text`` (a failure whose last line has not ended yet waits)."""
+        self.buffer += text or ""
+        cut = self.buffer.rfind("\n") + 1       # every write before the last newline is whole
+        ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        out: list[VerifyMismatch] = []
+        for line in ready.splitlines():
+            out += self._line(line)
+        return out
+
+    def finish(self) -> list[VerifyMismatch]:
+        out = self.feed("\n") if self.buffer else []
+        if self.pending is not None:
+            out.append(VerifyMismatch(**self.pending))
+            self.pending = None
+        return out
+
+    def _line(self, line: str) -> list[VerifyMismatch]:
+        out: list[VerifyMismatch] = []
+        crc = _VERIFY_CRC.search(line) if " CRC: " in line else None
+        if crc and self.pending is not None:
+            self.pending["expected" if crc.group("which") == "Expected" else "found"] = crc.group("value").lower()
+            if self.pending["expected"] and self.pending["found"]:
+                out.append(VerifyMismatch(**self.pending))
+                self.pending = None
+            return out
+        if "verify" not in line and " at file " not in line:
+            return out
+        events = [(m.start(), "head", m) for m in _VERIFY_HEAD.finditer(line)]
+        events += [(m.start(), "tail", m) for m in _VERIFY_TAIL.finditer(line)]
+        data = _VERIFY_DATA.search(line) if ": verify failed at file " in line else None
+        if data and not line.lstrip().startswith("trim:"):
+            events.append((data.start(), "data", data))
+        for _, kind, match in sorted(events, key=lambda e: e[0]):
+            out += self._event(kind, match.groupdict())
+        return out
+
+    def _event(self, kind: str, g: dict) -> list[VerifyMismatch]:
+        if kind == "head":
+            self.heads.append(g)
+            return []
+        out = []
+        if self.pending is not None:          # a checksum failure whose CRC lines never came
+            out.append(VerifyMismatch(**self.pending))
+            self.pending = None
+        where = {"file": g["file"], "offset": int(g["offset"]), "length": int(g["length"]),
+                 "block_offset": int(g["block"]), "block_length": int(g["block_len"])}
+        if kind == "data":
+            self.pending = {**where, "field": "data", "found": "", "expected": "", "method": g["method"]}
+            return out
+        head = self.heads.pop(0) if self.heads else {"field": "", "found": "", "expected": ""}
+        out.append(VerifyMismatch(**where, field=_HEADER_FIELDS.get(head["field"], "header"), found=head["found"],
+                                  expected=head["expected"]))
+        return out
+
+
 def parse_fio_verify_errors(stderr: str) -> list[VerifyMismatch]:
     """Every verify failure fio printed on stderr, in order (``Expected/Received CRC`` lines join the
     data failure above them). Lines of other kinds are ignored."""
-    out: list[VerifyMismatch] = []
-    pending: dict | None = None
-
-    def flush():
-        nonlocal pending
-        if pending is not None:
-            out.append(VerifyMismatch(**pending))
-            pending = None
-
-    for line in (stderr or "").splitlines():
-        if "verify" not in line and " CRC: " not in line:
-            continue
-        start = line.find("verify: bad ")
-        header = _VERIFY_HEADER.match(line, start) if start >= 0 else None
-        if header:
-            flush()
-            g = header.groupdict()
-            out.append(VerifyMismatch(g["file"], int(g["offset"]), int(g["length"]), int(g["block"]),
-                                      int(g["block_len"]), _HEADER_FIELDS[g["field"]], g["found"], g["expected"]))
-            continue
-        data = _VERIFY_DATA.search(line) if ": verify failed at file " in line else None
-        if data and not line.lstrip().startswith("trim:"):
-            flush()
-            g = data.groupdict()
-            pending = {"file": g["file"], "offset": int(g["offset"]), "length": int(g["length"]),
-                       "block_offset": int(g["block"]), "block_length": int(g["block_len"]), "field": "data",
-                       "found": "", "expected": "", "method": g["method"]}
-            continue
-        crc = _VERIFY_CRC.search(line)
-        if crc and pending is not None:
-            pending["expected" if crc.group("which") == "Expected" else "found"] = crc.group("value").lower()
-    flush()
-    return out
+    parser = VerifyErrorParser()
+    return parser.feed(stderr or "") + parser.finish()

@@ -17,7 +17,7 @@ from fxprobe.core.data import AsDict
 from fxprobe.workload import models
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import (ByteSize, InputModel, NonEmptyStr, NonNegativeSeconds, PositiveFloat, PositiveInt,
-                                 Seconds, size_bytes, validate)
+                                 Seconds, VerifyMethod, size_bytes, validate)
 from fxprobe.core.tomlfile import read_toml
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent.parent / "profiles"
@@ -93,6 +93,21 @@ class RunTable(InputModel):
     steady_tolerance_pct: Annotated[float, Field(gt=0, le=100)] | None = None
 
 
+class VerifyTable(InputModel):
+    """[verify]: how a soak checks that what it reads back is what was written (fio verify headers with their
+    offset in every block); "off" only with a reason, which the soak prints."""
+
+    method: VerifyMethod = "crc32c"
+    no_verify_reason: str = ""
+
+    @model_validator(mode="after")
+    def _reason_to_opt_out(self):
+        if self.method == "off" and not self.no_verify_reason.strip():
+            raise ValueError('no_verify_reason is required with method = "off": say why the soak does not '
+                             "verify its data")
+        return self
+
+
 class ProfileFile(InputModel):
     """A workload profile (profiles/*.toml)."""
 
@@ -103,6 +118,7 @@ class ProfileFile(InputModel):
     kv: KvTable = KvTable()
     io: IoTable = IoTable()
     run: RunTable = RunTable()
+    verify: VerifyTable = VerifyTable()
 
     @model_validator(mode="after")
     def _enough_to_derive(self):
@@ -148,6 +164,7 @@ class Profile(AsDict):
     kv: dict = field(default_factory=dict)
     io: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
+    verify: dict = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
@@ -182,6 +199,8 @@ class Derivation:
     chunk_bytes: int | None = None
     scaled: bool = False
     lines: tuple[str, ...] = ()
+    verify: str = "crc32c"          # [verify] method: how a soak checks the data it reads back ("off": not)
+    no_verify_reason: str = ""
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -199,7 +218,7 @@ def profile_from_dict(data: Any, source: str) -> Profile:
     parsed = validate(ProfileFile, data, source)
     return Profile(name=parsed.name or Path(source).stem, kind=parsed.kind, source=source,
                    description=parsed.description, model=_set_keys(parsed.model), kv=_set_keys(parsed.kv),
-                   io=_set_keys(parsed.io), run=_set_keys(parsed.run))
+                   io=_set_keys(parsed.io), run=_set_keys(parsed.run), verify=_set_keys(parsed.verify))
 
 
 def check_overrides(overrides: dict) -> dict:
@@ -321,7 +340,8 @@ def derive(profile: Profile, *, scale: float = 1.0, max_bytes: int | None = None
         total_bytes=total, cold=shape["cold"], writes=profile.writes, block_target=block_target,
         runtime=the_runtime, ramp=the_ramp, repeats=the_repeats,
         steady_tolerance_pct=float(run.get("steady_tolerance_pct", 10)), chunk_bytes=chunk,
-        scaled=scaled, lines=tuple(lines))
+        scaled=scaled, lines=tuple(lines), verify=profile.verify.get("method", "crc32c"),
+        no_verify_reason=profile.verify.get("no_verify_reason", ""))
 
 
 def _derive_kv(profile: Profile, model: dict, kv: dict, io: dict, lines: list[str]) -> dict:
