@@ -87,3 +87,47 @@ def fault_run(lab, tmp_path, scenario, *extra: str, timeout: float = 600):
     lab.reload()
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
     return done
+
+
+RAID6_FIRST_DATA_ROLE = 1     # md raid6 left-symmetric (mdadm's default): stripe 0 has Q on role 0, P on the last,
+                              # data chunk 0 (the export's first bytes) on role 1
+
+
+def first_data_member(lab) -> tuple[int, str, int, int]:
+    """(lab slot, device in the array guest, data offset, chunk bytes) of the main (raid6) export's member that holds
+    the export's first bytes: what a load of the first MiBs reads from it, a pull makes degraded."""
+    from fxprobe.faults.labprep import array_view
+    from fxprobe.tools.guestview import md_geometry_argv
+    from fxprobe.tools.mdadm import parse_md_geometry
+    name = lab.main_export.backing.rsplit("/", 1)[-1]
+    geometry = parse_md_geometry(lab.exec("array", md_geometry_argv(name), timeout=60, check=True).stdout)
+    assert geometry.level == "raid6", geometry
+    # zeros below md are read back only from a whole array: a degraded one reads through md's stripe cache
+    # (chunk-aligned reads bypass it only when no member is missing), which may still hold the old bytes
+    [md] = [a for a in array_view(lab)["md"] if a["name"] == name]
+    assert not md.get("degraded") and "_" not in (md.get("health") or ""), f"{name} is not whole: {md}"
+    [(_, device, offset)] = [m for m in geometry.members if m[0] == RAID6_FIRST_DATA_ROLE]
+    serial = next(c["serial"] for c in array_view(lab)["nvme_controllers"] if device in c.get("namespaces", []))
+    slot = next(d.slot for d in lab.state.drives if d.serial == serial)
+    return slot, device, offset, geometry.chunk_bytes
+
+
+def _saved(member: str, offset: int) -> str:
+    return f"/tmp/fxprobe-below-md-{member}-{offset}.bin"
+
+
+def zeros_below_md(lab, member: str, offset: int, length: int = 4096) -> None:
+    """Zeros over ``length`` bytes at ``offset`` of an md member, below md (direct I/O in the array guest); what was
+    there is kept for put_back_below_md."""
+    where = [f"bs={length}", "count=1"]
+    lab.exec("array", ["dd", f"if=/dev/{member}", f"of={_saved(member, offset)}", *where, f"skip={offset // length}",
+                       "iflag=direct"], timeout=60, check=True)
+    lab.exec("array", ["dd", "if=/dev/zero", f"of=/dev/{member}", *where, f"seek={offset // length}", "oflag=direct",
+                       "conv=notrunc"], timeout=60, check=True)
+
+
+def put_back_below_md(lab, member: str, offset: int, length: int = 4096) -> None:
+    """The bytes zeros_below_md overwrote, written back: the member agrees with md's parity again (a later degraded
+    read would otherwise rebuild a neighbour from a parity that no longer matches its data)."""
+    lab.exec("array", ["dd", f"if={_saved(member, offset)}", f"of=/dev/{member}", f"bs={length}", "count=1",
+                       f"seek={offset // length}", "oflag=direct", "conv=notrunc"], timeout=60, check=True)

@@ -76,7 +76,9 @@ def criterion(result: dict, prefix: str) -> dict:
 
 def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     timing = {**FAST["timing"], "rebuild_s": REBUILD_BOUND_S}
-    code, result = run_fault(lab, tmp_path, scenario_file(tmp_path, "drive-pull", timing=timing, load=FAST["load"]))
+    # restored as a new drive, rebuilt whole: re-inserted, md's write-intent bitmap would resync it at once
+    code, result = run_fault(lab, tmp_path, scenario_file(tmp_path, "drive-pull", timing=timing, load=FAST["load"],
+                                                          fault={"replace": True}))
     assert result["verdict"] == "invisible", result["criteria"]
     assert code == 0
     assert result["impact"]["errors"] == 0

@@ -98,8 +98,10 @@ def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
     lab.exec(HOST, ["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], timeout=60, check=True)
     name = f"soak-kill-{os.getpid()}"
     guest_dir, host_dir = f"/fxlab/runs/{name}", lab.folder / HOST / "runs" / name
-    argv = ["fxprobe", "--json", "--run-dir", guest_dir, "soak", "small-file-dataset", "--duration", f"{SOAK_S}s",
-            "--target", device, "--allow-serial", serial, "--size", "16M", "--sample", "5", "--set", "jobs=4"]
+    # this checkout's fxprobe (the guest's `fxprobe` console script may point at another checkout)
+    argv = lab.python("fxprobe.cli.main", "--json", "--run-dir", guest_dir, "soak", "small-file-dataset",
+                      "--duration", f"{SOAK_S}s", "--target", device, "--allow-serial", serial, "--size", "16M",
+                      "--sample", "5", "--set", "jobs=4")
     soak = Runner().start(argv, host=lab.guest(HOST), stdout_path=tmp_path / "soak.out",
                           stderr_path=tmp_path / "soak.err")
     records = host_dir / "soak.jsonl"
@@ -115,7 +117,7 @@ def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
     left = fio_on(lab, HOST)     # fio's main process may die of SIGPIPE; its job processes can write on
     killed_at = time.time()
     time.sleep(3)          # unmonitored load: must not count as covered
-    done = lab.exec(HOST, ["fxprobe", "--json", "soak", "--resume", guest_dir], timeout=300)
+    done = lab.exec(HOST, lab.python("fxprobe.cli.main", "--json", "soak", "--resume", guest_dir), timeout=300)
     assert "Traceback" not in done.stderr and done.returncode == 1, done.stderr[-2000:]
     result = json.loads(done.stdout)
     [resume] = [json.loads(line) for line in records.read_text().splitlines() if '"type":"resume"' in line]
@@ -129,5 +131,16 @@ def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
     # covered: monitored load only; the resumed segment runs ceil(remaining) s, and each segment's coverage is
     # read from fio's 1 s status reports: up to 1 s over per segment (61.154 s seen for 60 s)
     assert SOAK_S - 3 <= result["duration_s"] <= SOAK_S + 2, result["duration_s"]
+    # verification goes on where it stopped (issue 14 Must-show 4): the killed segment's verify record is written by
+    # the resume from its fio's stderr, the resumed segment verifies on, the whole region is read back at the end
+    lines = [json.loads(line) for line in lab.exec(HOST, ["cat", f"{guest_dir}/soak.jsonl"], timeout=60,
+                                                   check=True).stdout.splitlines() if line.strip()]
+    samples = [r for r in lines if r["type"] == "sample"]
+    verifies = [r for r in lines if r["type"] == "verify"]
+    assert [v.get("seg") for v in verifies] == [1, 2, None], verifies
+    assert verifies[0]["source"] == "load (read after the restart)"
+    assert verifies[0]["verified_bytes"] == max(s["verified"] for s in samples if s["seg"] == 1) > 0
+    assert result["verified_bytes"] == sum(v["verified_bytes"] for v in verifies) and result["mismatches"] == 0
+    print(f"\nverified {result['verified_bytes'] / 2**20:.1f} MiB over 2 segments and the read-back, 0 mismatches")
     assert time.time() > killed_at
     assert_nothing_running_and_healthy(lab)

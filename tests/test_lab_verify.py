@@ -7,7 +7,10 @@
 - a raid0 pull, driven through the lab's target-control hook (``via = "command"``,
   examples/target-control/lab): errors counted, the throughput criterion equals an independent count of the
   raw log's successful completions, and every hook call is in commands.jsonl - the raid0 twin of
-  tests/test_lab_target_control.py's raid6 pull through the same hook.
+  tests/test_lab_target_control.py's raid6 pull through the same hook;
+- a randwrite load through a raid6 drive pull and re-add (md's write-intent bitmap: the re-added member
+  resyncs only what was written while it was out), verified after the resync -> 0 mismatches; then the
+  planted twin: zeros below md on that member where the load's region lives -> the same read-back names them.
 
 Each run is short (a small region, a few seconds of load) and restores what it broke.
 """
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from labcli import fault_run, shipped, write_scenario
+from labcli import fault_run, first_data_member, put_back_below_md, shipped, write_scenario, zeros_below_md
 
 pytestmark = pytest.mark.lab
 
@@ -137,3 +140,42 @@ def test_raid0_pull_through_the_hook_counts_errors_and_only_successful_io_as_thr
     calls = [json.loads(line) for line in (run_dir / "commands.jsonl").read_text().splitlines()]
     verbs = [r["argv"][1:] for r in calls if r["name"].endswith("target-control")]
     assert any(v[:1] == ["drive-pull"] for v in verbs) and any(v[:1] == ["drive-restore"] for v in verbs), verbs
+
+
+def host_namespace(lab, host: str = "host1") -> str:
+    nqn = lab.main_export.nqn
+    script = (f'for s in /sys/class/nvme-subsystem/*; do [ "$(cat $s/subsysnqn)" = "{nqn}" ] || continue; '
+              'for n in $s/nvme*n*; do [ -e "$n" ] && echo /dev/${n##*/}; done; done')
+    return lab.exec(host, ["sh", "-c", script], timeout=60, check=True).stdout.split()[0]
+
+
+def test_randwrite_through_a_pull_and_re_add_is_verified_after_the_resync_and_a_bad_block_is_still_caught(lab, tmp_path):
+    from fxprobe.faults import verify
+    from fxprobe.tools.fio import parse_fio_verify_errors
+    slot, member, data_offset, _ = first_data_member(lab)
+    scenario = write_scenario(tmp_path / "pull-write.toml", shipped(
+        "drive-pull", fault={"slot": slot}, timing=SHORT, load={"rw": "randwrite", "region": SMALL}))
+    code, result, _ = run_fault(lab, tmp_path, scenario)
+    data = criterion(result, "data verified")
+    passes = {p["name"].split(" (")[0]: p for p in result["verify"]["passes"]}
+    resync = next(p["name"] for p in result["verify"]["passes"] if p["name"].startswith("read-back after md resync"))
+    print(f"\nrandwrite through pull/re-add of slot {slot} ({member}): {data['detail']}; passes "
+          f"{[(p['name'], p['bytes_verified']) for p in result['verify']['passes']]}; restore {result['restore_log']}")
+    assert list(passes) == ["load", "read-back after restore", "read-back after md resync"], list(passes)
+    assert data["outcome"] == "pass" and data["detail"].startswith("0 mismatches over ")
+    assert passes["read-back after md resync"]["bytes_verified"] == 2 << 20 and not result["verify"]["problems"]
+    assert passes["load"]["bytes_verified"] > 0                                  # verify_backlog read back writes
+    assert "re-added" in " ".join(result["restore_log"]) and result["verdict"] == "invisible" and code == 0
+    assert int(resync.split("(")[1].split(" s")[0]) <= 60, resync               # the bitmap: dirty regions only
+
+    # the twin: 4 KiB of zeros on the re-added member where the export's first bytes live -> the read-back names them
+    plan = verify.VerifyPlan("crc32c", 2 << 20, "4k", writes=True)
+    device = host_namespace(lab)
+    try:
+        zeros_below_md(lab, member, data_offset)
+        back = lab.exec("host1", verify.readback_argv(plan, device, "twin-readback"), timeout=300)
+        found = parse_fio_verify_errors(back.stderr)
+        print(f"twin: {found[0].text() if found else back.stderr[-500:]}")
+        assert found and {m.offset for m in found} == {0} and found[0].field == "magic", back.stderr[-2000:]
+    finally:
+        put_back_below_md(lab, member, data_offset)

@@ -29,6 +29,16 @@ def test_a_clean_array_is_restored():
                          SERIALS, True) is None
 
 
+def test_a_drive_in_sync_in_its_role_is_restored_while_another_member_is_still_away():
+    # two drives pulled; the first re-added resyncs from md's write-intent bitmap at once, the second is not back yet
+    text = md("nvme0n1[0] nvme2n1[2] nvme3n1[3]", "[4/3] [U_UU]", "      bitmap: 1/1 pages [4KB], 1024KB chunk")
+    roles = CTRLS + "".join(f"role md127 nvme{i}n1 {i}\n" for i in (0, 2, 3))
+    assert drive_problem(view(text, roles), "S00", SERIALS, True) is None
+    assert "is not a member" in drive_problem(view(text, roles), "S01", SERIALS, True)
+    behind = md("nvme0n1[0] nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [U_UU]")   # back, its role not in sync
+    assert "degraded and not recovering" in drive_problem(view(behind, roles), "S01", SERIALS, True)
+
+
 @pytest.mark.parametrize("mdstat, ctrls, words", [
     (md("nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"), CTRLS, "is not a member of md127 [4/3] [_UUU]"),
     (md("nvme1n1[1] nvme2n1[2] nvme3n1[3]", "[4/3] [_UUU]"), CTRLS.replace("ctrl nvme0 S00 nvme0n1\n", ""),

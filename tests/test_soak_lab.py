@@ -1,5 +1,7 @@
-"""A soak in the lab with a link cut in the middle records the interruption (issue 8, Must-show 1), and a
-real Prometheus scraping its --metrics-port sees the cut (issue 16, Must-show 1): one soak for both.
+"""A soak in the lab with a link cut in the middle records the interruption (issue 8, Must-show 1), a
+real Prometheus scraping its --metrics-port sees the cut (issue 16, Must-show 1), and 4 KiB of zeros written
+below md into the region the soak reads fail its data check naming the offset (issue 14, the soak's planted
+twin): one soak for all three.
 
 ``fxprobe soak --metrics-port`` runs inside host1 (2 NVMe/TCP paths to the array), its port forwarded
 to loopback here; half-way through, the link that carries the I/O is cut for 25 s and restored.
@@ -27,6 +29,7 @@ import pytest
 
 from fxprobe.core.runner import Runner
 from fxprobe.lab.forward import forwarded
+from labcli import first_data_member, put_back_below_md, zeros_below_md
 
 pytestmark = pytest.mark.lab
 
@@ -134,7 +137,7 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
                       f"{SOAK_S}s", "--target", device, "--allow-serial", serial, "--size", "16M",
                       "--stall", str(STALL_S), "--sample", "5", "--metrics-port", str(GUEST_PORT))
     records = host_dir / "soak.jsonl"
-    cut = restored = None
+    cut = restored = member = None
     with forwarded(lab, HOST, GUEST_PORT) as rule:
         targets.write_text(json.dumps([{"targets": [f"{rule.host_address}:{rule.host_port}"],
                                         "labels": {"lab": lab.name}}]))
@@ -149,6 +152,10 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
             wait_for(lambda: records.exists() and '"type":"segment"' in records.read_text(), 600,
                      "the soak load to start", step=0.5)
             started = time.time()
+            # the planted twin: zeros below md where the export's bytes 8192..12287 live (the soak's first block)
+            _, member, data_offset, _ = first_data_member(lab)
+            zeros_below_md(lab, member, data_offset + 8192)
+            say(f"4 KiB of zeros below md on {member} (export offset 8192)")
             link = busiest_link(lab)
             time.sleep(max(0.0, SOAK_S / 2 - CUT_S / 2 - (time.time() - started)))
             say(f"cutting link {link} (it carries the I/O) for {CUT_S} s")
@@ -165,6 +172,8 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
                 soak.stop()
             lab.wait_paths(HOST, lab.spec.subsystem_nqn, len(lab.links(HOST)), timeout=180)
             say("both paths live again")
+            if member:
+                put_back_below_md(lab, member, data_offset + 8192)
 
     out, err = soak.output()
     assert "Traceback" not in err, err[-2000:]
@@ -187,6 +196,15 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
     assert during and "stall limit" in during[0]["detail"], stalls
     criteria = {c["name"]: c for c in results["verdict"]["criteria"]}
     assert criteria["interruptions"]["measured"] == len(results["interruptions"])
+    # the data: every bad block named by offset, found and expected header; the read-back after the load finds it too
+    data = criteria["data verified (mismatches)"]
+    print(f"data: {data['detail'][:400]}")
+    assert data["outcome"] == "fail" and data["measured"] >= 1
+    assert data["detail"].startswith(f"data mismatch at offset 8192 of {device} (4096 B): header magic found 0, "
+                                     "expected acca"), data["detail"]
+    verifies = [json.loads(line) for line in records.read_text().splitlines() if '"type":"verify"' in line]
+    assert verifies[-1]["source"] == "read-back after the load" and verifies[-1]["bad_blocks"] == 1
+    assert results["verified_bytes"] > 16 << 20
     assert f"stall limit {STALL_S} s" in criteria["interruptions"]["detail"]
 
     # Prometheus: the bandwidth series, as a dashboard reads it

@@ -99,7 +99,9 @@ class LabDrivePull(Method):
         when = f", {delay:g} s apart" if delay and len(self.slots) > 1 else (" at once" if len(self.slots) > 1 else "")
         return [f"QMP device_del {names} (serial {self.target}){when} in lab {self.env.lab.name}'s array guest, "
                 "then mdadm --fail/--remove detached",
-                "restore: QMP device_add of the same drive(s), mdadm --re-add (or --add)"]
+                "restore: QMP device_add of the same drive(s), " + (
+                    "as new drives: mdadm --zero-superblock, --add (md rebuilds them whole)" if self.fault.get("replace")
+                    else "mdadm --re-add (or --add)")]
 
     def probe(self) -> str | None:
         if self.slot is None:
@@ -135,7 +137,7 @@ class LabDrivePull(Method):
         texts, failed = [], []
         for slot in record.get("slots") or [record["slot"]]:
             try:
-                texts.append(_restore_lab_drive(lab, slot, record.get("md_readd", True)))
+                texts.append(_restore_lab_drive(lab, slot, record.get("md_readd", True), record.get("replace", False)))
             except RestoreFailed as exc:
                 failed.append(str(exc))
         if failed:
@@ -149,7 +151,7 @@ class LabDrivePull(Method):
         # beyond redundancy (a planted --allow-visible run) md has failed: the drives only go back in their slots
         beyond = len(self.slots) > 1 and bool(self.refusals())
         record = {"method": self.record, "lab": self.env.lab.name, "slot": self.slot,
-                  "md_readd": REDUNDANCY.get(level, 1) != 0 and not beyond}
+                  "md_readd": REDUNDANCY.get(level, 1) != 0 and not beyond, "replace": bool(self.fault.get("replace"))}
         return record if len(self.slots) == 1 else {**record, "method": "lab-drives", "slots": self.slots}
 
     def inject(self) -> None:
@@ -756,8 +758,9 @@ def choose(env: Env, fault: dict) -> Method:
 
 
 # -- restore (also from the journal, in a new process) -------------------------------------------
-def _restore_lab_drive(lab, slot: int, redundant: bool) -> str:
-    """Plug a pulled drive back (and into its md when it is redundant), then check that it is back."""
+def _restore_lab_drive(lab, slot: int, redundant: bool, replace: bool = False) -> str:
+    """Plug a pulled drive back (and into its md when it is redundant; ``replace``: as a new drive, rebuilt whole),
+    then check that it is back."""
     from fxprobe.faults.restored import RestoreFailed, check_lab_drive
     if lab.drive(slot).present:
         text = f"lab {lab.name}: drive slot {slot} is already present"
@@ -765,12 +768,14 @@ def _restore_lab_drive(lab, slot: int, redundant: bool) -> str:
         text = f"lab {lab.name}: " + plug_only(lab, slot)
     else:
         try:
-            result = lab.drive_restore(slot)
+            result = lab.drive_restore(slot, replace=replace)
         except ToolError as exc:
             raise RestoreFailed(f"lab {lab.name}: drive slot {slot} plugged back, but md did not take it "
                                 f"back: {exc}", hint="the journal keeps the restore: fxprobe fault restore") from None
         text = f"lab {lab.name}: drive slot {slot} back as {result.get('device')}" + \
-            (f", re-added to {result['md']}" if result.get("md") else "")
+            (f", re-added to {result['md']}" if result.get("md_action") == "re-add" else
+             f", added to {result['md']} as a new drive (a full rebuild)" if result.get("md_action") == "replace" else
+             f", added back to {result['md']} (a full recovery)" if result.get("md") else "")
     return f"{text}; checked: {check_lab_drive(lab, slot, redundant)}"
 
 

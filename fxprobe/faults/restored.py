@@ -38,6 +38,10 @@ def drive_problem(view: dict, serial: str, export_serials: list[str], redundant:
         return f"drive {serial} ({device}) is a faulty member of {state}"
     if md.get("action") in ("recovery", "resync") or (md.get("health") and "_" not in md["health"]):
         return None
+    role = member.get("role") if member.get("role") is not None else member.get("index")
+    health = md.get("health") or ""
+    if not member.get("spare") and isinstance(role, int) and role < len(health) and health[role] == "U":
+        return None      # in sync in its own role (a write-intent bitmap resyncs at once); another member is away
     if member.get("spare"):
         return f"drive {serial} ({device}) is a spare of {state}, and md is not recovering onto it"
     return f"drive {serial} ({device}) is in {state}, which is degraded and not recovering"
@@ -67,7 +71,7 @@ def check_lab_drive(lab, slot: int, redundant: bool, timeout: float = 45.0) -> s
     serials = [lab.drive(s).serial for s in export.slots] if export else []
     deadline = time.monotonic() + timeout
     while True:
-        view = array_view(lab)
+        view = array_view(lab, roles=True)
         problem = drive_problem(view, drive.serial, serials, redundant and export is not None)
         if problem is None:
             return drive_back_line(view, drive.serial)

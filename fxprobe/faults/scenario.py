@@ -65,6 +65,9 @@ class FaultTable(InputModel):
                                         "refusal judges the combination by the RAID's geometry)", default=[])
     serials: list[NonEmptyStr] = _help("the same by serial (lab drive-pull)", default=[])
     delay_s: Span = _help("time between the pulls of several drives (0: at once)", default=0.0)
+    replace: bool = _help("lab drive-pull: restore each slot as a new drive (its md superblock wiped, md rebuilds it "
+                          "whole) instead of the pulled one re-inserted (md's write-intent bitmap resyncs only what "
+                          "was written while it was out)", default=False)
     serial: Text = _help("drive serial number (drive-pull on a Linux host)", default=None)
     md: Text = _help("md device holding the drive, e.g. /dev/md0 (via md)", default=None)
     nullb: Text = _help("null_blk configfs name (via nullblk)", default=None)

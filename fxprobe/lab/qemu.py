@@ -104,7 +104,11 @@ def guest_argv(guest: GuestConfig, kernel: LabKernel, initramfs: Path, stage2: P
                  "-device", f"virtio-net-pci,netdev={nic.netdev},id=nic-{nic.netdev},mac={nic.mac},"
                             f"speed={nic.speed},duplex=full,bus=nics,addr={hex(index)},romfile="]
     for drive in guest.drives:
-        argv += ["-blockdev", f"driver=file,filename={drive.image},node-name=file{drive.slot},cache.direct=off",
+        # no-flush: a guest flush or FUA write (md's superblock and write-intent bitmap) would fdatasync the image on
+        # this machine, which took over the guest's 30 s I/O timeout while other labs wrote (the drive was failed);
+        # the lab's drives are disposable, so their durability across a crash of this machine is not needed
+        argv += ["-blockdev", f"driver=file,filename={drive.image},node-name=file{drive.slot},cache.direct=off,"
+                              "cache.no-flush=on",
                  "-blockdev", f"driver=raw,file=file{drive.slot},node-name=nv{drive.slot}",
                  "-device", device_option(drive.device_args())]
     return argv

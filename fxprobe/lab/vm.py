@@ -549,8 +549,10 @@ class Lab:
             self.exec(drive.array, ["mdadm", md, "--fail", "detached", "--remove", "detached"], timeout=60)
         return {"slot": drive.slot, "serial": drive.serial, "pulled": drive.pulled}
 
-    def drive_restore(self, slot: int) -> dict:
-        """Plug drive ``slot`` back (QMP device_add, same serial and PCI slot) and add it back to md."""
+    def drive_restore(self, slot: int, replace: bool = False) -> dict:
+        """Plug drive ``slot`` back (QMP device_add, same serial and PCI slot) and add it back to md: ``--re-add``
+        (md's write-intent bitmap resyncs what was written meanwhile), else ``--add``; ``replace``: as a new drive
+        (its md superblock wiped first, so md rebuilds it whole)."""
         drive = self.drive(slot)
         if drive.present:
             raise BadInput(f"drive slot {slot} is present", hint=f"fxprobe lab fault drive-pull {slot} first")
@@ -564,10 +566,13 @@ class Lab:
         result = {"slot": drive.slot, "serial": drive.serial, "device": device}
         if drive.export:
             md = f"/dev/md/{drive.export}"
-            added = self.exec(drive.array, ["mdadm", md, "--re-add", device], timeout=60)
-            if not added.ok:
+            if replace:
+                self.exec(drive.array, ["mdadm", "--zero-superblock", device], timeout=60, check=True)
+            added = self.exec(drive.array, ["mdadm", md, "--re-add", device], timeout=60) if not replace else None
+            if added is None or not added.ok:     # a new drive, no bitmap, or too far behind: a full rebuild
                 self.exec(drive.array, ["mdadm", md, "--add", device], timeout=60, check=True)
             result["md"] = md
+            result["md_action"] = "replace" if replace else "re-add" if added.ok else "add"
         return result
 
     def _set_link(self, n: int, host: str, up: bool) -> dict:

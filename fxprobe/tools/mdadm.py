@@ -107,15 +107,20 @@ def read_mdstat() -> list[MdArray]:
     return parse_mdstat(sysfs.read(MDSTAT, "") or "")
 
 
+BITMAP_CHUNK = "1M"     # write-intent bitmap: one bit per this much of each member
+
+
 def create(runner: Runner, device: str, level: str, members: list[str], host: Host = LOCAL,
-           assume_clean: bool = True) -> CommandResult:
-    """``mdadm --create``; no initial resync by default (the lab's drives start zeroed)."""
+           assume_clean: bool = True, bitmap_chunk: str = BITMAP_CHUNK) -> CommandResult:
+    """``mdadm --create``; no initial resync by default (the lab's drives start zeroed). A redundant level gets an
+    internal write-intent bitmap, as real arrays have: a member pulled and ``--re-add``-ed resyncs only the
+    regions written while it was away (without one, the whole member is rebuilt)."""
     if level not in LEVELS:
         raise BadInput(f"RAID level {level!r}: use one of {', '.join(LEVELS)}")
     argv = ["mdadm", "--create", device, "--run", "--quiet", f"--level={level}",
             f"--raid-devices={len(members)}", "--metadata=1.2", "--homehost=any"]
     if level != "raid0":
-        argv += ["--bitmap=none"]
+        argv += ["--bitmap=internal", f"--bitmap-chunk={bitmap_chunk}"]
     if assume_clean and level != "raid0":
         argv += ["--assume-clean"]
     return runner.run(argv + members, timeout=120, host=host, check=True, what=f"creating {device}")
