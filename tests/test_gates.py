@@ -24,6 +24,15 @@ def selftest(base, drives, outcome="pass"):
     return path
 
 
+def verified(bad: int = 0, gib: str = "0.500", outcome: str | None = None, detail: str | None = None) -> dict:
+    """A run's own 'data verified (mismatches)' criterion, as the soak and the fault engine write it."""
+    text = detail or (f"0 mismatches over {gib} GiB (fio verify=crc32c)" if not bad else
+                      f"data mismatch at offset 1064960 of /dev/nvme1n1 (4096 B): header magic found 0, expected "
+                      f"acca; {bad} bad reads of 1 blocks in bytes 1064960..1069055; over {gib} GiB (fio verify)")
+    return {"name": "data verified (mismatches)", "outcome": outcome or ("fail" if bad else "pass"),
+            "measured": None if outcome == "not run" else bad, "threshold": 0, "comparator": "<=", "detail": text}
+
+
 def full_evidence(base) -> list[Path]:
     return [
         selftest(base, 24),
@@ -36,9 +45,12 @@ def full_evidence(base) -> list[Path]:
                                             "ceiling_bps": 98e9, "fraction_of_ceiling": 0.9306}}),
         fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1"],      # single node: not G3
                                             "fraction_of_ceiling": 0.5}}),
-        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": []}),
-        fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0}}),
-        fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0}}),
+        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [],
+                                "verdict": {"name": "soak", "criteria": [verified(gib="812.250")]}}),
+        fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0},
+                                     "criteria": [verified(gib="0.004")]}),
+        fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0},
+                                     "criteria": [verified(gib="0.006")]}),
         fake_run(base, "fault run", {"dry_run": True, "plan": {"kind": "link-down"}}),  # ignored
         fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a", "pinned": True,
                                                           "signature": "valid", "key_source": "vendor.pub",
@@ -140,7 +152,8 @@ def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_pa
 
 
 def test_a_visible_link_fault_fails_g4(tmp_path):
-    link = fake_run(tmp_path, "fault run", {"plan": {"kind": "link-flap"}, "impact": {"errors": 12}})
+    link = fake_run(tmp_path, "fault run", {"plan": {"kind": "link-flap"}, "impact": {"errors": 12},
+                                            "criteria": [verified()]})
     results = link / "results.json"
     results.write_text(results.read_text().replace('"outcome": "pass"', '"outcome": "fail"', 1))
     verdict = GATES["g4"].evaluate(Evidence.from_paths([link]), load_config(None))
@@ -242,3 +255,28 @@ def test_a_line_rate_asserted_with_the_option_is_not_the_port_s_speed(tmp_path):
     g2 = GATES["g2"].evaluate(Evidence.from_paths([claimed]), load_config(ROOT / "gates.toml"))
     port = next(c for c in g2.criteria if c.name.startswith("port nominal speed"))
     assert port.outcome is Outcome.ERROR and "not recorded" in port.detail
+
+
+def test_g4_data_row_re_judges_the_soak_and_fault_runs_own_verification(tmp_path):
+    """Invisible to the workload includes the data (issue 14): one row over the soak's and the fault runs' own
+    'data verified' criteria - their bad reads together against g4.data_mismatches_max."""
+    def row(paths):
+        verdict = GATES["g4"].evaluate(Evidence.from_paths(paths), load_config(None))
+        return {c.name: c for c in verdict.criteria}["data verified (mismatches)"]
+    soak = fake_run(tmp_path, "soak", {"verdict": {"name": "soak", "criteria": [verified(gib="812.250")]}})
+    pull = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}, "criteria": [verified(gib="0.004")]})
+    good = row([soak, pull])
+    assert good.outcome is Outcome.PASS and good.measured == 0
+    assert good.detail == "soak 0 over 812.250 GiB; drive pull 0 over 0.004 GiB"
+    bad = fake_run(tmp_path, "fault run", {"plan": {"kind": "link-down"}, "criteria": [verified(3, "0.006")]})
+    failed = row([soak, pull, bad])
+    assert failed.outcome is Outcome.FAIL and failed.measured == 3
+    assert "link cut 3 over 0.006 GiB (data mismatch at offset 1064960 of /dev/nvme1n1 (4096 B): header magic " \
+           "found 0, expected acca)" in failed.detail
+    opted = fake_run(tmp_path, "soak", {"verdict": {"name": "soak", "criteria": [
+        verified(outcome="not run", detail="not verified: the array scrubs itself")]}})
+    not_run = row([opted, pull])
+    assert not_run.outcome is Outcome.NOT_RUN and "soak: not verified: the array scrubs itself" in not_run.detail
+    old = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}, "criteria": []})
+    assert row([soak, old]).outcome is Outcome.ERROR and "records no 'data verified" in row([soak, old]).detail
+    assert row([]).outcome is Outcome.NOT_RUN and "no soak run among the evidence" in row([]).detail

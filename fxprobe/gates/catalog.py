@@ -27,6 +27,9 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
       ``impact.errors`` (I/O errors seen by the workload) <= g4.fault_visible_errors_max
       the run's own ``outcome`` == pass (the fault engine's "invisible" verdict: errors,
       stall, throughput and p99 in the fault window)
+    the soak and the drive-pull / link-cut fault runs, each run's own "data verified (mismatches)" criterion
+      (fio verify: bad reads of what was written) re-judged, all together <= g4.data_mismatches_max (0); a run that
+      did not verify (opted out, with its printed reason) is not run, one that recorded no such criterion an error
     runs with ``command`` "report verify": ``verification.ok`` and ``signature`` "valid" (every hash and
       the Ed25519 signature of the joint-test report checked), AND the key pinned: the signer among
       g4.trusted_signers, or ``verification.pinned`` (``--public-key``); against the bundled key only: not run
@@ -34,6 +37,8 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -42,7 +47,7 @@ from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
 from fxprobe.core.kernel import NET_CLASS
-from fxprobe.core.verdict import Criterion, Outcome, exact, format_number
+from fxprobe.core.verdict import Criterion, Outcome, combine, exact, format_number
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
 BASELINE = Requirement("baseline comparison run",
@@ -148,6 +153,47 @@ def line_rate_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion
     return criteria
 
 
+DATA_NAME = "data verified (mismatches)"
+DATA_RUNS = (("soak", SOAK), ("drive pull", DRIVE_FAULT), ("link cut", LINK_FAULT))
+
+
+def _run_data(label: str, run, limit) -> tuple[Outcome, int, str]:
+    """One run's own data criterion: (outcome here, bad reads, a short text)."""
+    if run.errored:
+        return Outcome.ERROR, 0, f"{label}: {run.error_reason()}"
+    own = run.get(f"criteria.name={DATA_NAME}|verdict.criteria.name={DATA_NAME}", None)
+    if not isinstance(own, dict):
+        return Outcome.ERROR, 0, f"{label}: {run.evidence} records no '{DATA_NAME}' (an fxprobe that did not verify)"
+    detail = str(own.get("detail") or "")
+    if own.get("outcome") == Outcome.NOT_RUN.value:
+        return Outcome.NOT_RUN, 0, f"{label}: {detail}"
+    try:
+        bad = int(exact(own.get("measured")))
+    except (TypeError, ValueError):
+        return Outcome.ERROR, 0, f"{label}: measured {own.get('measured')!r} is not a count"
+    over = re.search(r"over [\d.]+ GiB", detail)
+    text = f"{label} {bad} {over.group(0) if over else ''}".rstrip()
+    if bad:
+        text += f" ({detail.split(';')[0]})"
+    return (Outcome.FAIL if bad > limit else Outcome.PASS), bad, text
+
+
+def data_verified_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    """G4: invisible to the workload includes the data - the soak's and the drive-pull / link-cut fault runs' own
+    verification (fio verify headers: offset and checksum of every block read back), re-judged together."""
+    limit = config.get("g4", "data_mismatches_max")
+    runs = [(label, run) for label, requirement in DATA_RUNS for run in evidence.matching(requirement)]
+    if not runs:
+        return [SOAK.absent(DATA_NAME, limit, "<=")]
+    counts = {label: sum(1 for other, _ in runs if other == label) for label, _ in runs}
+    judged = [_run_data(label if counts[label] == 1 else f"{label} [{run.label}]", run, limit) for label, run in runs]
+    total = sum(bad for _, bad, _ in judged)
+    outcome = combine([o for o, _, _ in judged] + ([Outcome.FAIL] if total > limit else []))
+    detail = "; ".join(text for _, _, text in judged)
+    check = Criterion.compare(DATA_NAME, total, "<=", limit, detail=detail, evidence=runs[0][1].evidence)
+    return [check if outcome is check.outcome else replace(check, outcome=outcome)]
+
+
 SIGNED_NAME = "signed joint-test report verified"
 
 
@@ -240,7 +286,8 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     Check("link cut: I/O errors seen by the workload", LINK_FAULT, "impact.errors", "<=",
           "fault_visible_errors_max"),
     OutcomeCheck("link cut invisible to the workload", LINK_FAULT),
-), extras=(lambda evidence, config: signed_report_criteria(evidence, config),), notes=(rebuild_notes,))
+), extras=(data_verified_criteria, lambda evidence, config: signed_report_criteria(evidence, config)),
+    notes=(rebuild_notes,))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
 

@@ -52,6 +52,7 @@ class G4Thresholds(InputModel):
     soak_hours_min: PositiveFloat = 72.0
     interruptions_max: NonNegativeInt = 0
     fault_visible_errors_max: NonNegativeInt = 0
+    data_mismatches_max: NonNegativeInt = 0     # blocks read back wrong (fio verify) over the soak and fault runs
     trusted_signers: list[Fingerprint] = []     # not a threshold: the keys whose signature G4 accepts
 
 
