@@ -96,9 +96,10 @@ RAID6_FIRST_DATA_ROLE = 1     # md raid6 left-symmetric (mdadm's default): strip
 def first_data_member(lab) -> tuple[int, str, int, int]:
     """(lab slot, device in the array guest, data offset, chunk bytes) of the main (raid6) export's member that holds
     the export's first bytes: what a load of the first MiBs reads from it, a pull makes degraded."""
-    from fxprobe.faults.labprep import array_view
+    from fxprobe.faults.labprep import array_view, wait_md_idle
     from fxprobe.tools.guestview import md_geometry_argv
     from fxprobe.tools.mdadm import parse_md_geometry
+    wait_md_idle(lab, 300)        # an earlier test's replaced drive may still be rebuilding
     name = lab.main_export.backing.rsplit("/", 1)[-1]
     geometry = parse_md_geometry(lab.exec("array", md_geometry_argv(name), timeout=60, check=True).stdout)
     assert geometry.level == "raid6", geometry

@@ -35,7 +35,7 @@ def run(tmp_path: Path, device: str, identity: str, offset: str) -> tuple[int, d
     scenario = tmp_path / f"corrupt-{offset}.toml"
     scenario.write_text(f'[fault]\nkind = "corrupt"\ndevice = "{device}"\narray_offset = "{offset}"\nlength = "64k"\n'
                         '[timing]\nsteady_s = 3\nsettle_s = 1\nfault_s = 2\nrecover_s = 1\n'
-                        f'[load]\ntarget = "{device}"\nregion = "8M"\n')
+                        f'[load]\ntarget = "{device}"\nregion = "24M"\n')   # 256 passes outlast the load
     done = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json",
                            "fault", "run", str(scenario), "--yes", "--allow-serial", device, "--allow-serial",
                            identity], capture_output=True, text=True, timeout=300,
@@ -52,7 +52,7 @@ def test_zeros_in_the_region_read_are_visible_and_outside_it_invisible(tmp_path,
     assert data["detail"].startswith(f"data mismatch at offset 1048576 of {device} (4096 B): header magic found 0, "
                                      "expected acca")
     assert "blocks in bytes 1048576..1114111" in data["detail"]
-    code, result = run(tmp_path, device, identity, "16M")           # past the 8M region: never read
+    code, result = run(tmp_path, device, identity, "32M")           # past the 24M region: never read
     data = next(c for c in result["criteria"] if c["name"].startswith("data verified"))
     assert data["outcome"] == "pass" and data["detail"].startswith("0 mismatches over ")
     assert result["verdict"] == "invisible" and code == 0, result["criteria"]
