@@ -152,3 +152,26 @@ def test_a_stall_while_md_rebuilds_is_the_rebuilding_band_s_not_the_stall_criter
                              measure=measure)
     assert result.rebuilding.longest_stall_s == 5.01 and "longest stall 5.010 s" in result.rebuilding.text()
     assert isinstance(iops, pd.Series)
+
+
+def test_the_lab_site_reads_md_as_it_is_now_from_the_array_s_sampling_loop():
+    """The rebuild wait asks the array's sampling loop (already running, no command of its own) for md now: the
+    last complete block; a cut-off block at the end is not read."""
+    from fxprobe.faults import engine
+
+    class Loop:
+        def __init__(self, text):
+            self.text = text
+
+        def output(self):
+            return self.text, ""
+
+    def block(t, md):
+        return f"T {t}\n{md}\n--fxprobe--\nctrl nvme0 S0 nvme0n1\n"
+    degraded = ("md127 : active raid6 nvme1n1[1] nvme2n1[2]\n      100 blocks super 1.2 level 6, 512k chunk, "
+                "algorithm 2 [3/2] [_UU]\n")
+    site = engine.LabSite.__new__(engine.LabSite)
+    site._loops = {"array": Loop(block(1.0, degraded) + block(2.0, RECOVERING) + "T 3.0\nmd127 : act")}
+    assert site.md_now() == {"md127": "raid6 [3/2] [_UU] recovery 8.5% (22016/261632 KiB at 1024 KiB/s)"}
+    site._loops = {"array": Loop("T 1.0\nmd12")}
+    assert site.md_now() is None
