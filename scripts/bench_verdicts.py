@@ -105,11 +105,16 @@ def matrix(chosen: list, results: list[dict]) -> list[dict]:
     for scenario in chosen:
         runs = [r for r in results if r["scenario"] == scenario.name]
         verdicts: dict[str, int] = {}
+        failed_by: dict[str, int] = {}     # which criteria made the visible runs visible (the twin's reason?)
         for r in runs:
             verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+            for c in r["criteria"]:
+                if c.get("outcome") == "fail":
+                    failed_by[c["name"]] = failed_by.get(c["name"], 0) + 1
         out.append({"scenario": scenario.name, "expect": scenario.lab["expect"],
                     "reason": scenario.lab["expect_reason"], "twin": scenario.lab["twin"],
                     "correct": sum(1 for r in runs if r["correct"]), "total": len(runs), "verdicts": verdicts,
+                    "failed_by": failed_by,
                     "errors": [r["error"] for r in runs if r["error"]], "criteria": criterion_rows(runs),
                     "rebuild": rebuild_row(runs), "seconds": spread([r["seconds"] for r in runs])})
     return out
@@ -129,6 +134,9 @@ def lines(rows: list[dict]) -> list[str]:
                    f"({seen}){'; twin: ' + row['twin'] if row['twin'] else ''}")
         if row["reason"]:
             out.append(f"  why: {row['reason']}")
+        if row["failed_by"]:
+            out.append("  failed criteria: " + ", ".join(f"{name} in {n}/{row['total']}"
+                                                        for name, n in row["failed_by"].items()))
         for c in row["criteria"]:
             need = f"need {c['comparator']} {_num(c['threshold'], c['unit'])}" if c["comparator"] else ""
             values = (f"{_num(c['min'])} / {_num(c['median'])} / {_num(c['max'])}{' ' + c['unit'] if c['unit'] else ''}"

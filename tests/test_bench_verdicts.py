@@ -49,7 +49,9 @@ def test_the_matrix_counts_correct_verdicts_and_shows_each_criterion_s_spread_ag
     stall, pct = row["criteria"]
     assert (stall["min"], stall["median"], stall["max"]) == (0.2, 0.3, 0.4) and abs(stall["worst_margin"] - 1.6) < 1e-9
     assert (pct["min"], pct["max"], pct["worst_margin"], pct["outcomes"]) == (45.5, 81.0, -4.5, {"fail": 1, "pass": 3})
+    assert row["failed_by"] == {"throughput in fault window vs pre-fault": 1}
     text = bench_verdicts.lines([row])
     assert text[0].startswith("drive-pull: expected INVISIBLE, 3/4 correct (3 invisible, 1 visible); twin: ")
+    assert text[2] == "  failed criteria: throughput in fault window vs pre-fault in 1/4"
     assert "throughput in fault window vs pre-fault: min/median/max 45.5 / 66.25 / 81 % (need >= 50.0 %, worst " \
-           "margin -4.5 %; 1 fail, 3 pass)" in text[3], text
+           "margin -4.5 %; 1 fail, 3 pass)" in text[4], text

@@ -5,9 +5,10 @@
 - a link cut: the longest stall reported equals, within 1 ms, the longest gap between successful
   completions recomputed here from the raw per-I/O log;
 - a raid0 pull, driven through the lab's target-control hook (``via = "command"``,
-  examples/target-control/lab): errors counted, the throughput criterion equals an independent count of the
-  raw log's successful completions, and every hook call is in commands.jsonl - the raid0 twin of
-  tests/test_lab_target_control.py's raid6 pull through the same hook;
+  examples/target-control/lab) and run by `scripts/bench verdicts` (one round; its matrix is checked): errors
+  counted, the throughput criterion equals an independent count of the raw log's successful completions, and
+  every hook call is in commands.jsonl - the raid0 twin of tests/test_lab_target_control.py's raid6 pull
+  through the same hook;
 - a randwrite load through a raid6 drive pull and re-add (md's write-intent bitmap: the re-added member
   resyncs only what was written while it was out), verified after the resync -> 0 mismatches; then the
   planted twin: zeros below md on that member where the load's region lives -> the same read-back names them.
@@ -112,6 +113,34 @@ def test_link_cut_stall_equals_the_longest_gap_in_the_raw_per_io_log(lab, tmp_pa
 
 
 HOOK = str(Path(__file__).resolve().parent.parent / "examples" / "target-control" / "lab")
+BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench"
+
+
+def bench_once(lab, tmp_path: Path, scenario: Path) -> tuple[int, dict, Path]:
+    """`scripts/bench verdicts --repeat 1 --scenario SCENARIO`: the matrix has its shape (expected verdict and why,
+    1/1 correct, each criterion's spread against its threshold); (the run's exit code, results, folder)."""
+    done = subprocess.run([sys.executable, str(BENCH), "verdicts", "--lab", lab.name, "--repeat", "1", "--scenario",
+                           str(scenario), "--runs", str(tmp_path / "bench")], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "FXPROBE_FAULT_JOURNAL": str(tmp_path / "j1.json")})
+    lab.reload()
+    out = done.stdout
+    assert done.returncode == 0 and "Traceback" not in done.stderr, out[-3000:] + done.stderr[-2000:]
+    assert f"round 1/1 {scenario.stem}: VISIBLE (expected visible)" in out, out
+    assert f"{scenario.stem}: expected VISIBLE, 1/1 correct (1 visible)" in out and "  why: raid0 has no" in out
+    summary = json.loads((tmp_path / "bench" / "bench-verdicts.json").read_text())
+    (row,), (run,) = summary["matrix"], summary["runs"]
+    assert summary["all_correct"] and (row["correct"], row["total"]) == (1, 1) and run["load_before"] >= 0
+    errors = row["criteria"][0]
+    assert errors["name"] == "I/O errors" and (errors["comparator"], errors["threshold"]) == ("<=", 0)
+    assert errors["min"] == errors["median"] == errors["max"] > 0 and errors["worst_margin"] == -errors["min"]
+    assert f"  I/O errors: min/median/max {errors['min']} / " in out
+    names = [c["name"] for c in row["criteria"]]
+    assert names[:2] == ["I/O errors", "longest stall (no completed I/O)"] and "data verified (mismatches)" in names
+    assert all({"min", "median", "max", "worst_margin"} <= set(c) for c in row["criteria"] if c["n"])
+    result = json.loads((Path(run["run_dir"]) / "results.json").read_text())
+    assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
+    assert "twin" not in [e.name for e in lab.state.exports]
+    return run["exit_code"], result, Path(run["run_dir"])
 
 
 def test_raid0_pull_through_the_hook_counts_errors_and_only_successful_io_as_throughput(lab, tmp_path):
@@ -123,7 +152,9 @@ def test_raid0_pull_through_the_hook_counts_errors_and_only_successful_io_as_thr
     lab.reload()
     assert refused.returncode == 2 and "exceeds the RAID's redundancy" in refused.stderr   # without the flag
     assert "twin" not in [e.name for e in lab.state.exports]                              # nothing was built
-    code, result, run_dir = run_fault(lab, tmp_path, scenario, "--allow-visible")
+    # the run goes through scripts/bench verdicts (one round; it passes --allow-visible to a twin): the matrix's
+    # shape is checked here too, then the run's own raw evidence
+    code, result, run_dir = bench_once(lab, tmp_path, scenario)
     assert "I/O errors" in result["failed_criteria"] and all(d.present for d in lab.state.drives)
     impact = result["impact"]
     times = raw_completions(run_dir)
