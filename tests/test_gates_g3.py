@@ -54,7 +54,7 @@ def test_gate_g3_cli_prints_each_criterion_and_keeps_copies(tmp_path, capsys):
     assert code == 1                                    # c8 fails the band
     line = next(l for l in out.splitlines() if "c8 throughput gain (band low)" in l)
     assert line.strip().startswith("FAIL")
-    for part in ("28.9 %", "need >= 29.0 %", "margin -0.1 %", "evidence: raw/candidate/r2-array-c8.json"):
+    for part in ("28.9 %", "need >= 29.0 %", "margin -0.1 %", "raw/candidate/r2-array-c8.json vs "):
         assert part in line
     for label, value in EXPECTED_TTFT.items():
         assert f"{label} TTFT p50 reduction: {value}" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -21,19 +22,38 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
     failed = [s for s in results["steps"] if not s["produced"]]
     assert code == 0 and not failed, (failed, out.err[-3000:])
     steps = {s["name"]: s for s in results["steps"]}
-    tables = {}
+    tables, gates_judged = {}, []
     for name in ("gate all (buyer's thresholds)", "gate all (lab-scaled)"):
         gates = json.loads((Path(steps[name]["run_dir"]) / "results.json").read_text())
         tables.update({g["name"]: g["outcome"].upper() for g in gates["gates"]})
+        gates_judged += gates["gates"]
     printed = {line[:40].strip(): line[41:49].strip() for line in results["gate_table"] + results["lab_gate_table"]}
     report = run_dir / "report"
     md = (report / "report.md").read_text().split("## Gate table", 1)[1].split("\n\n")[1].splitlines()[2:]
     in_report = {row.split(" | ")[0].lstrip("| "): row.split(" | ")[1] for row in md}
     assert printed == tables == in_report, (printed, tables, in_report)
+    junit = {s.get("name"): s for s in ElementTree.parse(report / "junit.xml").getroot().findall("testsuite")}
+    for gate in gates_judged:        # JUnit counts equal each gate's criteria; what was not judged is skipped
+        suite = junit.get(gate["name"]) or junit[f"{gate['name']} (gates)"]
+        outcomes = [c["outcome"] for c in gate["criteria"]]
+        counts = [int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")]
+        assert counts == [len(outcomes) + len(gate.get("not_judged", [])), outcomes.count("fail") +
+                          outcomes.count("not run"), outcomes.count("error"), len(gate.get("not_judged", []))]
     assert tables["G1 delivery acceptance"] == "PASS" and len(tables) == 8
-    assert tables["G4 stability and sign-off"] == "FAIL"          # a 20 s soak is not 72 h
-    assert tables["G2 single-node baseline"] == "FAIL"            # 20 Mb/s is not 100 GbE
+    # the buyer's thresholds fail where the lab must, each with its reason
+    buyer = {line[:40].strip(): line for line in results["gate_table"]}
+    assert "FAIL" in buyer["G2 single-node baseline"] and "line efficiency vs the gate's line rate" in buyer[
+        "G2 single-node baseline"]                                 # 20 Mb/s is not 100 GbE
+    assert "FAIL" in buyer["G3 main joint test"] and "nodes sharing one array" in buyer["G3 main joint test"]
+    assert "FAIL" in buyer["G4 stability and sign-off"] and "soak duration" in buyer["G4 stability and sign-off"]
+    # the lab scale judges what the lab produces, prints what it scaled and what it left out, and why
+    lab = {line[:40].strip(): line for line in results["lab_gate_table"]}
+    for gate in ("G2 single-node baseline (gates-lab)", "G3 main joint test (gates-lab)"):
+        assert "1 not judged at lab scale" in lab[gate] and "not run" not in lab[gate], lab[gate]
     assert "gates-lab.toml" in out.out and "|" in out.out         # the two tables side by side on the terminal
+    for line in results["lab_scale"]:
+        assert line in out.out and (line.startswith(("SCALED", "NOT JUDGED", "LAB-SCALED")))
+    assert sum(line.startswith("SCALED") for line in results["lab_scale"]) == 4
     assert (report / "report.html").exists()
     assert all("/" not in s["run_dir"].split("/steps/")[1] for s in results["steps"])
     assert main(["--run-dir", str(tmp_path / "verify"), "report", "verify", str(report),

@@ -77,9 +77,16 @@ def test_headline_not_accepted_names_the_deciding_criterion_and_the_thresholds()
 
 def test_headline_accepted_incomplete_and_lab_scaled():
     g4 = gate("G4 stability and sign-off", Criterion.compare("soak duration", 0.25, ">=", 0.25, unit="h"))
+    assert headline("g", {}, (PASS_G1, PASS_G2, PASS_G3, g4)).decision is Decision.ACCEPTED
     lab = {"thresholds": {"source": "gates-lab.toml"}}
-    accepted = headline("g", lab, (PASS_G1, PASS_G2, PASS_G3, g4))
-    assert (accepted.decision, accepted.thresholds) == (Decision.ACCEPTED, "lab-scaled thresholds")
+    at_lab_scale = headline("g", lab, (PASS_G1, PASS_G2, PASS_G3, g4))      # never an acceptance
+    assert (at_lab_scale.decision, at_lab_scale.thresholds) == (Decision.LAB_PASS, "lab-scaled thresholds")
+    declared = {"thresholds": {"source": "gates.toml", "lab_scaled": True,        # named like the buyer's file
+                               "scale": {"scaled": {"g4.soak_hours_min": "short"}, "not_judged": {}}}}
+    head = headline("g", declared, (PASS_G1, PASS_G2, PASS_G3, g4))
+    assert head.decision is Decision.LAB_PASS and head.thresholds == "lab-scaled thresholds"
+    assert head.lines()[0].startswith("PASSED AT LAB SCALE - judged with the lab-scaled thresholds (gates.toml); "
+                                      "not the buyer's: 1 threshold SCALED, 0 NOT JUDGED")
     assert headline("g", {}, (PASS_G1, PASS_G2, PASS_G3)).decision is Decision.INCOMPLETE     # G4 missing
     not_run = gate("G4 stability and sign-off", Criterion.compare("soak duration", None, ">=", 72.0, unit="h"))
     assert headline("g", {}, (PASS_G1, PASS_G2, PASS_G3, not_run)).decision is Decision.INCOMPLETE

@@ -47,7 +47,7 @@ def test_exported_schemas_are_json_schema(path):
 @pytest.mark.parametrize("stem, files", [
     ("profile", sorted((ROOT / "profiles").glob("*.toml"))),
     ("fault-scenario", sorted((ROOT / "faults").glob("*.toml"))),
-    ("gates", [ROOT / "gates.toml"]),
+    ("gates", [ROOT / "gates.toml", ROOT / "gates-lab.toml"]),
     ("claims", sorted((ROOT / "examples/claims").glob("*.toml"))),
 ])
 def test_shipped_files_validate_with_another_tool(stem, files):
@@ -62,6 +62,8 @@ def test_shipped_files_validate_with_another_tool(stem, files):
     ("gates", {"g1": {"drives_expected": 0}}, "less than the minimum"),
     ("gates", {"g1": {"drives_expected": 23.5}}, "is not of type 'integer'"),
     ("gates", {"g9": {}}, "Additional properties are not allowed"),
+    ("gates", {"scale": {"not_judged": {"g2.baseline_tolerance_pct": "no lab"}}}, "is expected to be empty"),
+    ("gates", {"scale": {"lab_scaled": False, "scaled": {"g4.soak_hours_min": "short"}}}, "is expected to be empty"),
     ("profile", {"kind": "kv-read", "kv": {"threads": -1}}, "-1 is not valid under any of the given schemas"),
     ("profile", {"kind": "kv-reed"}, "is not one of"),
     ("fault-scenario", {"fault": {"kind": "drive-pull"}, "criteria": {"min_throughput_pct": 150}}, "greater than"),

@@ -40,7 +40,9 @@ def rehearse(app: App, lab_name, soak_seconds, key, config_path, hosts) -> int:
         status.close()
     human = [line for h in bundle_headlines(result.report) for line in h.lines()] if result.report else []
     human += ["gate tables of the same evidence: the buyer's thresholds (an emulated lab falls short of 100 GbE, "
-              "72 h and 8 nodes) beside the lab-scaled ones (gates-lab.toml: every scaled value printed there):"]
+              "72 h and 8 nodes) beside the lab-scaled ones (gates-lab.toml: every scaled value and every criterion "
+              "it does not judge printed below, with its reason):"]
     human += ["  " + line for line in result.side_by_side()] if result.gate_table else ["  (no gate table)"]
+    human += ["  " + line for line in result.lab_scale]      # every SCALED value and NOT JUDGED criterion, and why
     human.append(f"report: {result.report / 'report.html' if result.report else '-'}")
     return finish_verdict(app, run, "rehearse", result.verdict(), result.to_dict(), human)

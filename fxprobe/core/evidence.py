@@ -35,6 +35,14 @@ CriterionRecord = create_model(
     **{key: (str, "") for key in CRITERION_TEXT})
 
 
+class NotJudgedRecord(Record):
+    """A criterion a lab-scaled thresholds file left out, as :meth:`fxprobe.core.verdict.NotJudged.to_dict` writes it."""
+
+    name: NonEmptyStr
+    keys: list[NonEmptyStr]
+    reason: NonEmptyStr
+
+
 class VerdictRecord(Record):
     """A verdict as :meth:`fxprobe.core.verdict.Verdict.to_dict` writes it."""
 
@@ -43,6 +51,7 @@ class VerdictRecord(Record):
     reason: str = ""
     criteria: list[CriterionRecord] = []
     notes: list[str] = []                   # information, never judged
+    not_judged: list[NotJudgedRecord] = []   # never counted in the outcome
 
 
 class ResultsEnvelope(Record):

@@ -275,27 +275,55 @@ def combine(outcomes: list[Outcome]) -> Outcome:
 
 
 @dataclass(frozen=True)
+class NotJudged:
+    """A criterion a lab-scaled thresholds file declares it does not judge (gates-lab.toml ``[scale] not_judged``),
+    with its reason: printed beside the gate's criteria, never counted in the gate's outcome."""
+
+    name: str                     # the criterion left out ("baseline within reference")
+    keys: tuple[str, ...]         # the thresholds it would have been judged with ("g2.baseline_tolerance_pct")
+    reason: str
+
+    WORD = "NOT JUDGED"
+
+    def line(self) -> str:
+        return f"{self.WORD:7} {self.name} ({', '.join(self.keys)}): not judged at lab scale: {self.reason}"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "keys": list(self.keys), "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NotJudged":
+        keys = data.get("keys") if isinstance(data.get("keys"), list) else []
+        return cls(str(data.get("name", "?")), tuple(str(k) for k in keys), str(data.get("reason", "")))
+
+
+@dataclass(frozen=True)
 class Verdict:
     name: str
     criteria: tuple[Criterion, ...] = field(default_factory=tuple)
     reason: str = ""
     notes: tuple[str, ...] = ()      # information beside the criteria, never judged (e.g. G4: a drive pull's rebuild)
+    not_judged: tuple[NotJudged, ...] = ()     # left out by a lab-scaled thresholds file, each with its reason
 
     @property
     def outcome(self) -> Outcome:
+        """From the criteria judged only: what was not judged never passes a gate (nothing judged: not run)."""
         return combine([c.outcome for c in self.criteria])
 
     def lines(self) -> list[str]:
         head = f"{self.name}: {self.outcome.value.upper()}"
         if self.reason:
             head += f" - {self.reason}"
-        return [head] + ["  " + c.line() for c in self.criteria] + [f"  INFO    {note}" for note in self.notes]
+        lines = ["  " + c.line() for c in self.criteria] + ["  " + n.line() for n in self.not_judged]
+        return [head] + lines + [f"  INFO    {note}" for note in self.notes]
 
     def to_dict(self) -> dict:
         data = {"name": self.name, "outcome": self.outcome.value, "reason": self.reason,
                 "criteria": [c.to_dict() for c in self.criteria]}
         if self.notes:
             data["notes"] = list(self.notes)
+        if self.not_judged:
+            data["not_judged"] = [n.to_dict() for n in self.not_judged]
         return data
 
     @classmethod
@@ -304,6 +332,16 @@ class Verdict:
         criteria = data.get("criteria") if isinstance(data.get("criteria"), list) else []
         reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
         notes = data.get("notes") if isinstance(data.get("notes"), list) else []
+        left_out = data.get("not_judged") if isinstance(data.get("not_judged"), list) else []
         return cls(str(data.get("name", "?")),
                    tuple(Criterion.from_dict(c) for c in criteria if isinstance(c, dict)), reason,
-                   tuple(n for n in notes if isinstance(n, str)))
+                   tuple(n for n in notes if isinstance(n, str)),
+                   tuple(NotJudged.from_dict(n) for n in left_out if isinstance(n, dict)))
+
+
+def counts_text(verdict: Verdict) -> str:
+    """"3 pass, 1 not run, 1 not judged at lab scale": the criteria by outcome, then what was left out."""
+    counts = {o: sum(1 for c in verdict.criteria if c.outcome is o) for o in Outcome}
+    parts = [f"{n} {o.value}" for o, n in counts.items() if n]
+    parts += [f"{len(verdict.not_judged)} not judged at lab scale"] if verdict.not_judged else []
+    return ", ".join(parts)

@@ -44,8 +44,8 @@ from pathlib import Path
 
 from fxprobe.faults.scenario import LINK_KINDS
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Gate, OutcomeCheck, Requirement, errored
-from fxprobe.gates.g3 import MULTI_NODE_CHECKS, g3_benchmark_criteria
+from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Requirement, errored
+from fxprobe.gates.g3 import G3
 from fxprobe.core.kernel import NET_CLASS
 from fxprobe.core.verdict import Criterion, Outcome, combine, exact, format_number
 
@@ -273,9 +273,10 @@ G1 = Gate("g1", "delivery acceptance", checks=(
     Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
           ">=", "drives_expected"),
     OutcomeCheck("self-test passed", SELFTEST),
-), extras=(every_array_criteria,))
-G2 = Gate("g2", "single-node baseline", extras=(line_rate_criteria, baseline_deviation_criteria))
-G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(g3_benchmark_criteria,))
+), extras=(Judge(EVERY_ARRAY_NAME, (), every_array_criteria),))
+G2 = Gate("g2", "single-node baseline", extras=(
+    Judge(LINE_RATE_NAME, ("line_efficiency_min_pct", "line_rate_gbps"), line_rate_criteria),
+    Judge("baseline within reference", ("baseline_tolerance_pct",), baseline_deviation_criteria)))
 G4 = Gate("g4", "stability and sign-off", checks=(
     Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=Fraction(1, 3600),
           context=(("load covered s", "duration_s"), ("planned s", "planned_s"), ("profile", "profile"))),
@@ -286,8 +287,8 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     Check("link cut: I/O errors seen by the workload", LINK_FAULT, "impact.errors", "<=",
           "fault_visible_errors_max"),
     OutcomeCheck("link cut invisible to the workload", LINK_FAULT),
-), extras=(data_verified_criteria, lambda evidence, config: signed_report_criteria(evidence, config)),
-    notes=(rebuild_notes,))
+), extras=(Judge(DATA_NAME, ("data_mismatches_max",), data_verified_criteria),
+          Judge(SIGNED_NAME, (), signed_report_criteria)), notes=(rebuild_notes,))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
 

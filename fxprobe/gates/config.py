@@ -4,6 +4,12 @@ The schema (:class:`GatesFile`) is the one place that says what a gates file may
 (a typo is an error, not a silent default), every value is a finite number of the right kind (a count is a
 whole number >= 1, a percentage is 0-100, a maximum of errors is >= 0) and the band of G3's throughput gain
 has min <= max. A bad file is one line naming the file and the field (exit 2).
+
+A file that is not the buyer's says so: ``[scale] lab_scaled = true`` (the shipped gates-lab.toml). Only such a
+file may depart from the buyer's thresholds with a reason (``[scale.scaled]``, one reason per threshold, every
+departure named) or leave criteria out (``[scale.not_judged]``, one reason per threshold they are judged with):
+a buyer's or a vendor's gates.toml that names either is refused, so no criterion is dropped quietly. Every
+scaled value and every criterion left out is printed, with its reason, beside the gate it belongs to.
 """
 
 from __future__ import annotations
@@ -12,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from fxprobe.core.errors import BadInput
-from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt, not_below,
-                                 validate)
+from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt,
+                                 beside, not_below, validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
 DEFAULT_FILE = "gates.toml"
@@ -56,22 +62,108 @@ class G4Thresholds(InputModel):
     trusted_signers: list[Fingerprint] = []     # not a threshold: the keys whose signature G4 accepts
 
 
+GATE_TABLES = {"g1": G1Thresholds, "g2": G2Thresholds, "g3": G3Thresholds, "g4": G4Thresholds}
+NOT_THRESHOLDS = {"arrays", "trusted_signers"}       # lists that name things: never scaled, never left out
+THRESHOLD_KEYS = tuple(f"{gate}.{key}" for gate, model in GATE_TABLES.items() for key in model.model_fields
+                       if key not in NOT_THRESHOLDS)
+# thresholds one criterion is judged with together: a lab scale leaves all of them out or none
+# (tests/test_lab_scale.py checks these against the gate catalog's criteria)
+JUDGED_TOGETHER = (("g2.line_efficiency_min_pct", "g2.line_rate_gbps"),
+                   ("g3.ttft_reduction_min_pct", "g3.throughput_gain_min_pct", "g3.throughput_gain_max_pct"))
+ThresholdKey = Annotated[str, Field(pattern=r"^g[1-4]\.[a-z0-9_]+$", description="a threshold, gate.key")]
+Reason = Annotated[str, Field(min_length=1, description="why, printed beside the value")]
+
+
+def _unknown_keys(mapping: dict, _lab: bool) -> str | None:
+    unknown = [key for key in mapping if key not in THRESHOLD_KEYS]
+    return f"{', '.join(unknown)}: not a threshold; thresholds: {', '.join(THRESHOLD_KEYS)}" if unknown else None
+
+
+def _lab_only(what: str):
+    def problem(mapping: dict, lab_scaled: bool) -> str | None:
+        if mapping and not lab_scaled:
+            return (f"{what} ({', '.join(mapping)}) only in a lab-scaled file: set [scale] lab_scaled = true, and "
+                    "every gate judged with it is printed as lab-scaled, never as the buyer's thresholds")
+        return _unknown_keys(mapping, lab_scaled)
+    return problem
+
+
+def _partial_groups(not_judged: dict) -> str | None:
+    for group in JUDGED_TOGETHER:
+        named = [key for key in group if key in not_judged]
+        if named and len(named) < len(group):
+            return (f"{', '.join(named)} is judged together with {', '.join(k for k in group if k not in named)} "
+                    "in one criterion: leave all of them out or none")
+    return None
+
+
+class ScaleTable(InputModel):
+    """[scale]: whether these are the buyer's thresholds or scaled for a lab, and each departure with its reason."""
+
+    model_config = ConfigDict(**InputModel.model_config, json_schema_extra={      # the same rule for other tools
+        "if": {"not": {"properties": {"lab_scaled": {"const": True}}, "required": ["lab_scaled"]}},
+        "then": {"properties": {"scaled": {"maxProperties": 0}, "not_judged": {"maxProperties": 0}}}})
+
+    lab_scaled: bool = Field(False, description="true: NOT the buyer's thresholds; tables print as lab-scaled")
+    why: str = Field("", description="what the scale is for (lab-scaled files: required)")
+    scaled: dict[ThresholdKey, Reason] = Field(
+        {}, description="lab-scaled files: every threshold that differs from the buyer's, and why")
+    not_judged: dict[ThresholdKey, Reason] = Field(
+        {}, description="lab-scaled files: criteria left out, by the thresholds they are judged with, and why")
+
+    _why = beside("why", "lab_scaled", lambda why, lab: (
+        "a lab-scaled file says what its scale is for (why = \"...\")" if lab and not why.strip() else None))
+    _scaled = beside("scaled", "lab_scaled", _lab_only("scaled thresholds"))
+    _not_judged = beside("not_judged", "lab_scaled", lambda left, lab: (
+        _lab_only("criteria left out")(left, lab) or _partial_groups(left)))
+
+
+def _departures(scale: ScaleTable, info: ValidationInfo) -> ScaleTable:
+    """In a lab-scaled file every threshold that differs from the buyer's has a reason in [scale.scaled], every
+    reason there is for a threshold that differs, and a criterion left out keeps the buyer's value."""
+    if not scale.lab_scaled:
+        return scale
+    values = {f"{gate}.{key}": value for gate in GATE_TABLES if gate in info.data
+              for key, value in info.data[gate].model_dump().items()}
+    differs = {key for key in THRESHOLD_KEYS if key in values and values[key] != BUYER[key]}
+    problems = [f"{key} = {values[key]:g} differs from the buyer's {BUYER[key]:g} with no reason in "
+                "[scale.scaled]: add one (it is printed beside the value)" for key in sorted(differs - set(scale.scaled))
+                if key not in scale.not_judged]
+    problems += [f"{key} is listed as scaled but keeps the buyer's {BUYER[key]:g}: remove it from [scale.scaled]"
+                 for key in scale.scaled if key not in differs]
+    problems += [f"{key} is not judged here: keep the buyer's value ({BUYER[key]:g}), not {values[key]:g}"
+                 for key in scale.not_judged if key in differs]
+    problems += [f"{key} is both scaled and not judged: one or the other" for key in scale.scaled
+                 if key in scale.not_judged]
+    if problems:
+        raise ValueError(problems[0])
+    return scale
+
+
 class GatesFile(InputModel):
-    """gates.toml: one table per gate; a key left out keeps the buyer's default."""
+    """gates.toml: one table per gate; a key left out keeps the buyer's default. ``[scale]`` says whether the file
+    is the buyer's (the default) or lab-scaled, and why each lab-scaled value departs from the buyer's."""
 
     g1: G1Thresholds = G1Thresholds()
     g2: G2Thresholds = G2Thresholds()
     g3: G3Thresholds = G3Thresholds()
     g4: G4Thresholds = G4Thresholds()
+    scale: ScaleTable = ScaleTable()
+
+    _departures = field_validator("scale")(classmethod(lambda cls, scale, info: _departures(scale, info)))
 
 
-DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump()
+DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale"})
+BUYER: dict[str, float] = {f"{gate}.{key}": value for gate, table in DEFAULTS.items() for key, value in table.items()
+                           if f"{gate}.{key}" in THRESHOLD_KEYS}     # the buyer's thresholds (docs/gates.md)
+NO_SCALE: dict = ScaleTable().model_dump()
 
 
 @dataclass(frozen=True)
 class GateConfig:
     values: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in DEFAULTS.items()})
     source: str = "built-in defaults"
+    scale: dict = field(default_factory=lambda: dict(NO_SCALE))      # ScaleTable, dumped
 
     def get(self, gate: str, key: str) -> float:
         try:
@@ -79,15 +171,52 @@ class GateConfig:
         except KeyError:
             raise BadInput(f"gate config: no threshold {gate}.{key}") from None
 
+    @property
+    def lab_scaled(self) -> bool:
+        return bool(self.scale.get("lab_scaled"))
+
     def to_dict(self) -> dict:
-        return {"source": self.source, "thresholds": self.values}
+        data = {"source": self.source, "lab_scaled": self.lab_scaled, "thresholds": self.values}
+        if self.lab_scaled:
+            data.update(scale=self.scale, notes=self.scale_lines())
+        return data
 
     @property
     def label(self) -> str:
-        """Which thresholds these are, in gate names: "" for the buyer's (gates.toml or the defaults),
-        else the file's stem ("gates-lab"), so a lab-scaled table never passes for the buyer's."""
+        """Which thresholds these are, in gate names: "" for the buyer's (gates.toml or the defaults), else the
+        file's stem ("gates-lab"); a lab-scaled file is always named ("lab-scaled" if its stem is "gates"), so a
+        lab-scaled table never passes for the buyer's."""
         stem = Path(self.source).stem if self.source != "built-in defaults" else ""
+        if self.lab_scaled:
+            return "lab-scaled" if stem in ("", "gates") else stem
         return "" if stem in ("", "gates") else stem
+
+    def not_judged(self, gate: str, keys: tuple[str, ...]) -> str | None:
+        """Why a criterion judged with ``keys`` (of ``gate``) is left out here, or None: only when a lab-scaled
+        file names every one of them in [scale.not_judged]."""
+        names = [f"{gate}.{key}" for key in keys]
+        left_out = self.scale.get("not_judged") or {}
+        if not names or not all(name in left_out for name in names):
+            return None
+        return "; ".join(dict.fromkeys(left_out[name] for name in names))
+
+    def scaled(self, gate: str, keys: tuple[str, ...]) -> list[str]:
+        """``SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): why`` for each of ``keys`` this file scaled."""
+        reasons = self.scale.get("scaled") or {}
+        return [f"SCALED {gate}.{key} = {self.get(gate, key):g} (the buyer's {BUYER[f'{gate}.{key}']:g}): "
+                f"{reasons[f'{gate}.{key}']}" for key in keys if f"{gate}.{key}" in reasons]
+
+    def scale_lines(self) -> list[str]:
+        """What this file is and every departure from the buyer's thresholds, one line each (none for the buyer's)."""
+        if not self.lab_scaled:
+            return []
+        lines = [f"LAB-SCALED thresholds ({self.source}), not the buyer's: {self.scale.get('why', '')}"]
+        for name in self.scale.get("scaled") or {}:
+            gate, key = name.split(".", 1)
+            lines += self.scaled(gate, (key,))
+        lines += [f"NOT JUDGED {name} (the buyer's {BUYER[name]:g}): {reason}"
+                  for name, reason in (self.scale.get("not_judged") or {}).items()]
+        return lines
 
     def arrays(self) -> tuple[str, ...]:
         return tuple(self.values.get("g1", {}).get("arrays") or ())
@@ -96,14 +225,15 @@ class GateConfig:
         """The same thresholds with G1's array list replaced (``gate g1 --arrays``)."""
         values = {gate: dict(keys) for gate, keys in self.values.items()}
         values["g1"]["arrays"] = list(arrays)
-        return GateConfig(values, self.source)
+        return GateConfig(values, self.source, self.scale)
 
     def trusted_signers(self) -> tuple[str, ...]:
         return tuple(self.values.get("g4", {}).get("trusted_signers") or ())
 
 
 def parse_config(text: str, source: str) -> GateConfig:
-    return GateConfig(validate(GatesFile, parse_toml(text, source), source).model_dump(), source)
+    values = validate(GatesFile, parse_toml(text, source), source).model_dump()
+    return GateConfig(values, source, values.pop("scale"))
 
 
 def load_config(path: Path | None = None) -> GateConfig:

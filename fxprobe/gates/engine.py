@@ -20,18 +20,23 @@ A folder given as evidence without a ``results.json`` (a command killed before i
 an ``error`` criterion in every gate: nobody can say which criteria it would have fed.
 
 A check applies to *every* matching run (G1: every array must pass its self-test).
+
+Each unit a gate judges (a Check, an OutcomeCheck, a :class:`Judge`) names the thresholds it reads (``keys``).
+With a lab-scaled config, a unit whose every key the file lists in ``[scale.not_judged]`` is not evaluated: the
+verdict carries a NotJudged entry with the file's reason instead (never counted, never a pass), and every
+criterion judged with a scaled threshold says ``SCALED gate.key = value (the buyer's value): why`` in its detail.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from fxprobe.gates.config import GateConfig
 from fxprobe.core.rundir import RESULTS, RunDir
-from fxprobe.core.verdict import Criterion, Outcome, Verdict, exact, format_number
+from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_text, exact, format_number
 
 MISSING = object()  # lookup() result for a field that is not there
 
@@ -235,6 +240,14 @@ class Check:
     count: bool = False
     context: tuple[tuple, ...] = ()    # (label, field[, scale]) shown in the detail
 
+    @property
+    def title(self) -> str:
+        return self.name
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.threshold,)
+
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
         threshold = config.get(gate, self.threshold)
         runs = evidence.matching(self.requirement)
@@ -304,6 +317,12 @@ class OutcomeCheck:
     requirement: Requirement
     context: tuple[tuple, ...] = ()
 
+    keys: tuple[str, ...] = ()         # judged against no threshold: never left out
+
+    @property
+    def title(self) -> str:
+        return self.name
+
     def _context(self, run: RunRecord) -> list[str]:
         return [f"{label} {run.get(dotted)}" for label, dotted, *_ in self.context
                 if run.get(dotted, None) is not None]
@@ -334,25 +353,55 @@ Extra = Callable[[Evidence, GateConfig], list[Criterion]]
 
 
 @dataclass(frozen=True)
+class Judge:
+    """Criteria a Check cannot express: ``judge(evidence, config)``, judged against the thresholds ``keys`` of
+    the gate's section (a lab-scaled file leaves them out only by naming every one in [scale.not_judged])."""
+
+    title: str                          # what it judges, as a criterion left out is named
+    keys: tuple[str, ...]
+    judge: Extra
+
+    def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
+        return self.judge(evidence, config)
+
+
+def with_scaled(criterion: Criterion, scaled: list[str]) -> Criterion:
+    """The criterion with every scaled threshold it was judged with said in its detail (SCALED ... : why)."""
+    return replace(criterion, detail="; ".join(filter(None, [criterion.detail, *scaled]))) if scaled else criterion
+
+
+@dataclass(frozen=True)
 class Gate:
-    """A gate: declared checks plus optional evaluators for criteria a Check cannot express."""
+    """A gate: declared checks plus evaluators for criteria a Check cannot express (a bare function is judged
+    against no threshold of its own, a :class:`Judge` names the thresholds it reads)."""
 
     key: str                            # "g1" - also the config section
     title: str
     checks: tuple[Check | OutcomeCheck, ...] = ()
-    extras: tuple[Extra, ...] = field(default_factory=tuple)
+    extras: tuple[Extra | Judge, ...] = field(default_factory=tuple)
     notes: tuple[Callable[[Evidence, GateConfig], list[str]], ...] = ()   # information lines, never judged
 
+    def units(self) -> list[Check | OutcomeCheck | Judge]:
+        """Everything the gate judges, each with the thresholds it reads (``keys``) and its ``title``."""
+        return [*self.checks, *(e if isinstance(e, Judge) else Judge(e.__name__, (), e) for e in self.extras)]
+
     def evaluate(self, evidence: Evidence, config: GateConfig) -> Verdict:
+        """Every unit's criteria, each with the SCALED thresholds it was judged with; a unit a lab-scaled file
+        leaves out is a NotJudged entry with its reason, never a criterion (and never a pass)."""
         criteria: list[Criterion] = []
-        for check in self.checks:
-            criteria += check.evaluate(self.key, evidence, config)
-        for extra in self.extras:
-            criteria += extra(evidence, config)
+        left_out: list[NotJudged] = []
+        for unit in self.units():
+            reason = config.not_judged(self.key, unit.keys)
+            if reason is not None:
+                left_out.append(NotJudged(unit.title, tuple(f"{self.key}.{k}" for k in unit.keys), reason))
+                continue
+            scaled = config.scaled(self.key, unit.keys)
+            criteria += [with_scaled(c, scaled) for c in unit.evaluate(self.key, evidence, config)]
         criteria += evidence.unfinished_criteria()
         scale = f" ({config.label})" if config.label else ""
         notes = tuple(line for note in self.notes for line in note(evidence, config))
-        return Verdict(f"{self.key.upper()} {self.title}{scale}", tuple(criteria), missing_reason(criteria), notes)
+        return Verdict(f"{self.key.upper()} {self.title}{scale}", tuple(criteria), missing_reason(criteria), notes,
+                       tuple(left_out))
 
 
 # -- presentation -------------------------------------------------------------------------
@@ -368,10 +417,9 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     head = f"{verdict.name}: {verdict.outcome.value.upper()}"
     if verdict.reason:
         head += f" - {verdict.reason}"
-    return [head] + ["  " + criterion_line(c) for c in verdict.criteria] + [f"  INFO    {n}" for n in verdict.notes]
+    lines = ["  " + criterion_line(c) for c in verdict.criteria] + ["  " + n.line() for n in verdict.not_judged]
+    return [head] + lines + [f"  INFO    {n}" for n in verdict.notes]
 
 
 def summary_row(verdict: Verdict) -> str:
-    counts = {o: sum(1 for c in verdict.criteria if c.outcome is o) for o in Outcome}
-    parts = ", ".join(f"{n} {o.value}" for o, n in counts.items() if n)
-    return f"{verdict.name:40} {verdict.outcome.value.upper():8} {parts or 'no criteria'}"
+    return f"{verdict.name:40} {verdict.outcome.value.upper():8} {counts_text(verdict) or 'no criteria'}"

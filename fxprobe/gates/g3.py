@@ -31,7 +31,7 @@ from fxprobe.core.data import AsDict
 from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Requirement, errored, missing_reason
+from fxprobe.gates.engine import Check, Evidence, Gate, Judge, Requirement, RunRecord, errored
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, Verdict, exact, format_number
 
@@ -224,11 +224,11 @@ def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criter
     """Benchmark criteria re-derived from ``gate g3`` runs among the evidence (current thresholds)."""
     runs = evidence.matching(BENCHMARKS)
     if not runs:
-        return [BENCHMARKS.absent("TTFT reduction and throughput gain")]
+        return [BENCHMARKS.absent(BENCHMARK_NAME)]
     criteria = []
     for run in runs:
         if run.errored or not isinstance(run.get("g3.comparisons"), list):
-            criteria.append(errored("TTFT reduction and throughput gain", run) if run.errored else
+            criteria.append(errored(BENCHMARK_NAME, run) if run.errored else
                             Criterion("G3 benchmark comparison", Outcome.ERROR, detail="g3.comparisons is not a list",
                                       evidence=run.evidence))
             continue
@@ -243,6 +243,12 @@ def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criter
                                baseline_file=str(run.path / c.baseline_file)) for c in comparisons]
         criteria += criteria_for(comparisons, unpaired, config)
     return criteria
+
+
+BENCHMARK_NAME = "TTFT reduction and throughput gain"
+G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(
+    Judge(BENCHMARK_NAME, ("ttft_reduction_min_pct", "throughput_gain_min_pct", "throughput_gain_max_pct"),
+          g3_benchmark_criteria),))
 
 
 def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:
@@ -283,20 +289,15 @@ def load_pair(candidates: list[Path], baselines: list[Path]
 def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
                 base_loaded: list[tuple[Path, BenchmarkResult]], evidence: Evidence,
                 config: GateConfig) -> tuple[Verdict, dict]:
-    """``gate g3``: compare benchmark files (copied into ``run``) plus any G3 evidence runs."""
+    """``gate g3``: compare benchmark files (copied into ``run``) plus any G3 evidence runs, judged by the G3 gate
+    (this run's own comparison replaces any earlier one among the evidence, as ``gate g2`` does)."""
     cand = keep_copies(run, "candidate", cand_loaded)
     base = keep_copies(run, "baseline", base_loaded)
     comparisons, unpaired = comparisons_for(cand, base)
-    criteria: list[Criterion] = []
-    if cand_loaded:
-        criteria += criteria_for(comparisons, unpaired, config)
-    else:
-        criteria += g3_benchmark_criteria(evidence, config)
-    for check in MULTI_NODE_CHECKS:
-        criteria += check.evaluate("g3", evidence, config)
-    scale = f" ({config.label})" if config.label else ""
-    verdict = Verdict(f"G3 main joint test{scale}", tuple(criteria), missing_reason(criteria))
     results = {"g3": {"candidates": [r.to_dict() for r in cand], "baselines": [r.to_dict() for r in base],
                       "comparisons": [c.to_dict() for c in comparisons],
                       "unpaired": [u.to_dict() for u in unpaired]}}
-    return verdict, results
+    if cand_loaded:
+        own = RunRecord(run.path, {"command": "gate g3", "outcome": "pass", **results})
+        evidence = Evidence((own,) + tuple(r for r in evidence.runs if not BENCHMARKS.matches(r)), evidence.unfinished)
+    return G3.evaluate(evidence, config), results

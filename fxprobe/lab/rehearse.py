@@ -58,6 +58,7 @@ class Rehearsal:
     report: Path | None = None
     gate_table: list[str] = field(default_factory=list)          # with the buyer's thresholds (gates.toml)
     lab_gate_table: list[str] = field(default_factory=list)      # with the lab-scaled gates-lab.toml
+    lab_scale: list[str] = field(default_factory=list)           # its SCALED values and NOT JUDGED criteria, why
 
     def verdict(self) -> Verdict:
         criteria = [Criterion(f"{s.gate} {s.name}: evidence written", Outcome.PASS if s.produced else Outcome.ERROR,
@@ -69,7 +70,7 @@ class Rehearsal:
     def to_dict(self) -> dict:
         return {"lab": self.lab_name, "steps": [s.to_dict() for s in self.steps],
                 "report": str(self.report) if self.report else None, "gate_table": self.gate_table,
-                "lab_gate_table": self.lab_gate_table}
+                "lab_gate_table": self.lab_gate_table, "lab_scale": self.lab_scale}
 
     def side_by_side(self) -> list[str]:
         """The two gate tables row by row: the buyer's thresholds, then the lab-scaled ones (printed scaled)."""
@@ -305,9 +306,11 @@ class Rehearse:
             step = self.judge_step(name, evidence, config)
             if step.produced:
                 judged.append(step.run_dir)
-                table = gate_lines(self.results_of(step))
+                results = self.results_of(step)
+                table = gate_lines(results)
                 if config is LAB_FILE:
                     self.result.lab_gate_table = table
+                    self.result.lab_scale = [str(n) for n in (results.get("thresholds") or {}).get("notes") or []]
                 else:
                     self.result.gate_table = table
         self.result.report = self.base / "report"

@@ -6,7 +6,9 @@ The decision over one ``gate`` run (``gate all`` judges G1-G4 at once):
 - ACCEPTED      every one of G1, G2, G3 and G4 was judged and passed;
 - NOT ACCEPTED  at least one gate failed (a criterion measured on the wrong side of its threshold);
 - INCOMPLETE    no gate failed, but a gate is missing, not run or in error, or a pass rests on a figure
-                above its physical ceiling (a measurement artefact, see :mod:`fxprobe.report.ceilings`).
+                above its physical ceiling (a measurement artefact, see :mod:`fxprobe.report.ceilings`);
+- PASSED AT LAB SCALE   what would be ACCEPTED, judged with lab-scaled thresholds (``[scale] lab_scaled``):
+                never an acceptance, and the line says how many thresholds were scaled and criteria left out.
 
 A gate's deciding criterion: for a gate that failed, the failing criterion furthest from its threshold
 (relative to the threshold); for error / not run, the first such criterion; for a pass, the criterion
@@ -29,6 +31,7 @@ class Decision(str, enum.Enum):
     ACCEPTED = "ACCEPTED"
     NOT_ACCEPTED = "NOT ACCEPTED"
     INCOMPLETE = "INCOMPLETE"
+    LAB_PASS = "PASSED AT LAB SCALE"       # every gate passed lab-scaled thresholds: not an acceptance
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,11 @@ class Headline:
     gates: tuple[GateLine, ...]
     missing: tuple[str, ...]     # gates not judged by this run
     run: str                     # the gate run folder's name
+    scale: str = ""              # lab-scaled: "5 thresholds SCALED, 4 NOT JUDGED (each printed with its reason)"
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
+        head += f"; {self.scale}" if self.scale else ""
         out = [head] + ["  " + g.line() for g in self.gates]
         out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
         return out
@@ -102,6 +107,17 @@ def deciding(verdict: Verdict) -> Criterion | None:
     return pool[0]
 
 
+def scale_summary(results: dict) -> str:
+    """How far lab-scaled thresholds depart from the buyer's, counted ("" for the buyer's)."""
+    block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
+    scale = block.get("scale") if block.get("lab_scaled") is True and isinstance(block.get("scale"), dict) else None
+    if scale is None:
+        return ""
+    scaled, left_out = len(scale.get("scaled") or {}), len(scale.get("not_judged") or {})
+    return (f"not the buyer's: {scaled} threshold{'s' * (scaled != 1)} SCALED, {left_out} NOT JUDGED at lab scale "
+            "(each with its reason)")
+
+
 def thresholds_label(results: dict) -> tuple[str, str]:
     """("lab-scaled thresholds" | "buyer's thresholds", source) from a gate run's ``thresholds``."""
     block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
@@ -109,7 +125,7 @@ def thresholds_label(results: dict) -> tuple[str, str]:
     label = block.get("label") or block.get("scale")
     if isinstance(label, str) and label:
         return (label if "threshold" in label else f"{label} thresholds"), source
-    lab = "lab" in Path(source).name.lower() or bool(block.get("lab_scaled"))
+    lab = "lab" in Path(source).name.lower() or block.get("lab_scaled") is True
     return ("lab-scaled thresholds" if lab else "buyer's thresholds"), source
 
 
@@ -136,7 +152,10 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...]) -> Hea
     judged = {v.name.split()[0].upper() for v in verdicts}
     missing = [g for g in GATES if g not in judged]
     label, source = thresholds_label(results)
-    return Headline(decide(lines, missing), label, source, tuple(lines), tuple(missing), run_name)
+    decision = decide(lines, missing)
+    if decision is Decision.ACCEPTED and label != "buyer's thresholds":
+        decision = Decision.LAB_PASS
+    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale_summary(results))
 
 
 def bundle_headlines(folder: Path) -> list[Headline]:

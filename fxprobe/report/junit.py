@@ -8,6 +8,9 @@
   never mixed with the gates' counts.
 * PASS is a plain testcase, FAIL a ``<failure>``, ERROR an ``<error>``, and NOT RUN a ``<failure>`` too (a
   gate that never ran is not green); ``not_run="skipped"`` makes it ``<skipped>`` for those who want that.
+* A criterion a lab-scaled thresholds file leaves out (``[scale.not_judged]``) is a ``<skipped>`` testcase whose
+  message says "not judged at lab scale" and why: deliberately not judged, in a suite named after the lab-scaled
+  file, never counted as a pass; a criterion judged with a SCALED threshold says so in its message.
 * Every suite has ``time`` (the run's duration from its envelope) and ``timestamp`` (its start, UTC).
 
 The output validates against ``tests/fixtures/junit/junit.xsd`` (the Ant/Jenkins JUnit format).
@@ -21,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from xml.etree import ElementTree
 
-from fxprobe.core.verdict import Criterion, Outcome, Verdict
+from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict
 from fxprobe.report.collect import RunView
 
 NOT_RUN_AS = ("failure", "skipped")
@@ -36,6 +39,7 @@ class Suite:
     seconds: float
     started: str
     hostname: str
+    left_out: tuple[tuple[str, str, NotJudged], ...] = ()   # (classname, name, why): skipped, at lab scale
 
 
 def _stamp(text: object) -> dt.datetime | None:
@@ -69,7 +73,9 @@ def _label(run: RunView) -> str:
         else None
     if not isinstance(source, str) or not source:
         return "gates"
-    return "defaults" if source == "built-in defaults" else Path(source).stem
+    stem = "defaults" if source == "built-in defaults" else Path(source).stem
+    return "lab-scaled" if run.results["thresholds"].get("lab_scaled") is True and stem in ("gates", "defaults") \
+        else stem
 
 
 def _key(name: str) -> str:
@@ -83,10 +89,12 @@ def gate_suites(runs: list[RunView]) -> list[Suite]:
         label = _label(run)
         for verdict in run.gates:
             gate = verdict.name.split()[0]
-            cases = tuple((f"fxprobe.{_key(label)}.{gate}", f"{gate} / {c.name}", c) for c in verdict.criteria)
+            classname = f"fxprobe.{_key(label)}.{gate}"
+            cases = tuple((classname, f"{gate} / {c.name}", c) for c in verdict.criteria)
+            left_out = tuple((classname, f"{gate} / {n.name}", n) for n in verdict.not_judged)
             name = verdict.name if verdict.name.endswith(f"({label})") else f"{verdict.name} ({label})"
             suites.append(Suite(name, f"fxprobe.{_key(label)}", cases, seconds, started,
-                                _hostname(run)))
+                                _hostname(run), left_out))
     return suites
 
 
@@ -129,8 +137,8 @@ def _tag(outcome: Outcome, not_run: str) -> str | None:
 
 def _suite_element(root, index: int, suite: Suite, not_run: str) -> dict:
     tags = [_tag(c.outcome, not_run) for _, _, c in suite.cases]
-    counts = {"tests": len(tags), "failures": tags.count("failure"), "errors": tags.count("error"),
-              "skipped": tags.count("skipped")}
+    counts = {"tests": len(tags) + len(suite.left_out), "failures": tags.count("failure"),
+              "errors": tags.count("error"), "skipped": tags.count("skipped") + len(suite.left_out)}
     element = ElementTree.SubElement(root, "testsuite", name=suite.name, package=suite.package, id=str(index),
                                      timestamp=suite.started, hostname=suite.hostname, time=f"{suite.seconds:.3f}",
                                      **{k: str(v) for k, v in counts.items()})
@@ -144,6 +152,10 @@ def _suite_element(root, index: int, suite: Suite, not_run: str) -> dict:
                                    type=criterion.outcome.value).text = criterion.line()
         out = ElementTree.SubElement(case, "system-out")
         out.text = criterion.line() + (f"\nevidence: {criterion.evidence}" if criterion.evidence else "")
+    for classname, name, left in suite.left_out:
+        case = ElementTree.SubElement(element, "testcase", name=name, classname=classname, time="0.000")
+        ElementTree.SubElement(case, "skipped", message=left.line())
+        ElementTree.SubElement(case, "system-out").text = left.line()
     ElementTree.SubElement(element, "system-out")
     ElementTree.SubElement(element, "system-err")
     return counts

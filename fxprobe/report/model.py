@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fxprobe.core.verdict import Criterion, Outcome, Verdict, format_number
+from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_text, format_number
 from fxprobe.report.ceilings import artefact
 from fxprobe.report.collect import RunView
 from fxprobe.report.commands import CommandGroup, wrapped
@@ -103,8 +103,13 @@ def row(c: Criterion, owner: RunView, runs: list[RunView], plots: dict[str, str]
                threshold, c.margin_text(), detail, criterion_links(c, owner, runs, plots))
 
 
+def left_out_row(n: NotJudged) -> Row:
+    """A criterion a lab-scaled thresholds file did not judge: its name, the thresholds it reads, and why."""
+    return Row(NotJudged.WORD, n.name, "", ", ".join(n.keys), "", f"not judged at lab scale: {n.reason}", ())
+
+
 def table(v: Verdict, owner: RunView, runs: list[RunView], plots: dict[str, str]) -> Table:
-    rows = tuple(row(c, owner, runs, plots) for c in v.criteria)
+    rows = tuple(row(c, owner, runs, plots) for c in v.criteria) + tuple(left_out_row(n) for n in v.not_judged)
     word = v.outcome.value.upper()
     if word == "PASS" and any(r.word == "ARTEFACT" for r in rows):
         word = "ARTEFACT"
@@ -140,8 +145,10 @@ def threshold_matrix(gate_runs: list[RunView]) -> tuple[tuple, tuple]:
     for run in gate_runs:
         block = run.results.get("thresholds") if isinstance(run.results.get("thresholds"), dict) else {}
         values = block.get("thresholds") if isinstance(block.get("thresholds"), dict) else {}
-        flat = {f"{gate}.{key}": format_number(value) for gate, section in values.items()
-                if isinstance(section, dict) for key, value in section.items()}
+        scale = block.get("scale") if block.get("lab_scaled") is True and isinstance(block.get("scale"), dict) else {}
+        marks = {**{k: "SCALED" for k in scale.get("scaled") or {}}, **{k: "NOT JUDGED" for k in scale.get("not_judged") or {}}}
+        flat = {f"{gate}.{key}": " ".join(filter(None, [format_number(value), marks.get(f"{gate}.{key}")]))
+                for gate, section in values.items() if isinstance(section, dict) for key, value in section.items()}
         sets.append(flat)
         columns.append(f"{headline(run.name, run.results, ()).thresholds} ({block.get('source', '?')})")
     keys = list(dict.fromkeys(k for flat in sets for k in flat))
@@ -152,11 +159,11 @@ def gate_table(verdicts: list[Verdict]) -> list[list[str]]:
     """Per gate: name, OUTCOME, criteria counted by outcome, and why it did not pass (reason, missed criteria)."""
     rows = []
     for v in verdicts:
-        counts = {o: sum(1 for c in v.criteria if c.outcome is o) for o in Outcome}
         missed = [c.name for c in v.criteria if c.outcome in (Outcome.FAIL, Outcome.ERROR)]
-        reason = "; ".join(filter(None, [v.reason, f"missed: {', '.join(missed)}" if missed else ""]))
-        rows.append([v.name, v.outcome.value.upper(), ", ".join(f"{n} {o.value}" for o, n in counts.items() if n),
-                     reason])
+        left_out = [n.name for n in v.not_judged]
+        reason = "; ".join(filter(None, [v.reason, f"missed: {', '.join(missed)}" if missed else "",
+                                         f"not judged at lab scale: {', '.join(left_out)}" if left_out else ""]))
+        rows.append([v.name, v.outcome.value.upper(), counts_text(v), reason])
     return rows
 
 

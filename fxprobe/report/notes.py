@@ -92,17 +92,18 @@ def is_lab(run: RunView) -> bool:
 
 
 def lab_scale(runs: list[RunView], gate_results: list[dict]) -> Note | None:
+    """Which runs are lab runs, and every lab-scaled gates file's departures from the buyer's thresholds: what it
+    is for, each SCALED value and each criterion NOT JUDGED, with its reason (as the gate run recorded them)."""
     lab = [run.name for run in runs if is_lab(run)]
-    if not lab:
-        return None
     lines = [f"{len(lab)} of the {len(runs)} runs ran in fxprobe's QEMU lab ({', '.join(lab)}): emulated NVMe "
              "drives and links on a virtual machine, so their figures show that each procedure works end to end, "
-             "not what an array in production delivers."]
+             "not what an array in production delivers."] if lab else []
     for results in gate_results:
         block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
         for note in block.get("notes") or block.get("scale_notes") or []:
-            lines.append(str(note))
-    return Note("lab scale", "Lab scale", tuple(lines))
+            if str(note) not in lines:
+                lines.append(str(note))
+    return Note("lab scale", "Lab scale", tuple(lines)) if lines else None
 
 
 def notes(runs: list[RunView], gate_results: list[dict]) -> list[Note]:
