@@ -46,3 +46,29 @@ def g3_args(*extra: str) -> list[str]:
 
 def results_of(run_path: Path) -> dict:
     return json.loads((run_path / "results.json").read_text())
+
+
+def produced_fault(kind: str, *, errors: int = 0, stall_s: float | None = 0.25, throughput_pct: float | None = 90.0,
+                   p99_ratio: float | None = 1.5, mismatches: int = 0, verify: str = "crc32c",
+                   hung: bool = False, scenario: str = "planted", verdict: str = "invisible") -> dict:
+    """What `fxprobe fault run` records that G4 reads, serialized by the producers' own classes (Impact,
+    VerifyResult, Overrun) and criteria functions, with the figures given."""
+    from fxprobe.faults import analysis, overrun, verify as verifying
+    from fxprobe.tools.fio import VerifyMismatch
+    impact = analysis.Impact(
+        log_msec=500, inject_ms=10_000, restore_ms=20_000, end_ms=30_000, errors=errors, first_error="",
+        baseline_iops=400.0, window_iops=None if throughput_pct is None else 4 * throughput_pct,
+        baseline_bw_kib=1600.0, window_bw_kib=None if throughput_pct is None else 16 * throughput_pct,
+        throughput_pct=throughput_pct, longest_stall_s=stall_s, stall_start_ms=None, baseline_p99_ns=1_000_000,
+        window_p99_ns=None if p99_ratio is None else int(p99_ratio * 1e6), p99_ratio=p99_ratio, recover_s=0.2,
+        first_affected_ms=None, resolution_ms=1, source="fio per-I/O completion log")
+    plan = verifying.VerifyPlan(verify, 2 << 20, "4k", False, "" if verify != "off" else "the test said so")
+    bad = tuple(VerifyMismatch("/dev/nvme0n1", 4096 * i, 4096, 4096 * i, 4096, "data", "0", "acca", verify)
+                for i in range(mismatches))
+    result = verifying.VerifyResult(plan, (verifying.Pass("load", 2 << 30, bad),) if plan.enabled else ())
+    stuck = overrun.Overrun(130.0, "123 D nvme_wait", {}, "TERM, then KILL", True) if hung else None
+    limits = {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0, "max_p99_ratio": 10.0}
+    criteria = analysis.criteria(impact, limits) + [verifying.criterion(result)]
+    return {"plan": {"kind": kind, "scenario": scenario}, "verdict": verdict, "impact": impact.to_dict(),
+            "verify": result.to_dict(), "load_hung": stuck.to_dict() if stuck else None,
+            "criteria": [c.to_dict() for c in criteria]}

@@ -67,8 +67,10 @@ READS = {
     "03-multi-node-read-back": ["workload.direction", "workload.nodes", "workload.fraction_of_ceiling",
                                 "workload.ceiling_bps"],
     "04-soak": ["duration_s", "interruptions", "planned_s"],
-    "05-fault-drive-pull": ["plan.kind", "impact.errors"],
-    "06-fault-link-down": ["plan.kind", "impact.errors"],
+    "05-fault-drive-pull": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
+                            "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s"],
+    "06-fault-link-down": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
+                           "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s"],
 }
 
 

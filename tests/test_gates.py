@@ -11,7 +11,7 @@ from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import DEFAULTS, parse_config
 from fxprobe.gates.engine import lookup
 from fxprobe.core.verdict import Outcome
-from gate_helpers import fake_run, fxprobe
+from gate_helpers import fake_run, fxprobe, produced_fault
 
 ROOT = Path(__file__).parent.parent
 
@@ -47,10 +47,8 @@ def full_evidence(base) -> list[Path]:
                                             "fraction_of_ceiling": 0.5}}),
         fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [],
                                 "verdict": {"name": "soak", "criteria": [verified(gib="812.250")]}}),
-        fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0},
-                                     "criteria": [verified(gib="0.004")]}),
-        fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0},
-                                     "criteria": [verified(gib="0.006")]}),
+        fake_run(base, "fault run", produced_fault("drive-pull")),
+        fake_run(base, "fault run", produced_fault("link-down")),
         fake_run(base, "fault run", {"dry_run": True, "plan": {"kind": "link-down"}}),  # ignored
         fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a", "pinned": True,
                                                           "signature": "valid", "key_source": "vendor.pub",
@@ -145,22 +143,60 @@ def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_pa
     by_name = {c.name: c for c in verdict.criteria}
     assert by_name["soak duration"].outcome is Outcome.ERROR
     assert "is not a number" in by_name["soak duration"].detail
-    errors = by_name["drive pull: I/O errors seen by the workload"]
-    assert errors.outcome is Outcome.NOT_RUN and "no spare drive slot" in errors.detail
-    assert by_name["drive pull invisible to the workload"].outcome is Outcome.NOT_RUN
+    drive_pull = {name: c for name, c in by_name.items() if name.startswith("drive pull: ")}
+    assert len(drive_pull) == 5 and all(c.outcome is Outcome.NOT_RUN and "no spare drive slot" in c.detail
+                                        for c in drive_pull.values())
     assert verdict.outcome is Outcome.ERROR
 
 
 def test_a_visible_link_fault_fails_g4(tmp_path):
-    link = fake_run(tmp_path, "fault run", {"plan": {"kind": "link-flap"}, "impact": {"errors": 12},
-                                            "criteria": [verified()]})
-    results = link / "results.json"
-    results.write_text(results.read_text().replace('"outcome": "pass"', '"outcome": "fail"', 1))
+    link = fake_run(tmp_path, "fault run", produced_fault("link-flap", errors=12, verdict="visible"), "fail")
     verdict = GATES["g4"].evaluate(Evidence.from_paths([link]), load_config(None))
     by_name = {c.name: c for c in verdict.criteria}
     assert by_name["link cut: I/O errors seen by the workload"].measured == 12
-    assert by_name["link cut invisible to the workload"].outcome is Outcome.FAIL
+    assert by_name["link cut: I/O errors seen by the workload"].outcome is Outcome.FAIL
+    assert "its own verdict visible" in by_name["link cut: I/O errors seen by the workload"].detail
     assert verdict.outcome is Outcome.FAIL
+
+
+@pytest.mark.parametrize("figures, failed", [
+    ({"stall_s": 2.001}, "longest stall (no completed I/O)"),
+    ({"throughput_pct": 49.99}, "throughput in the fault window vs pre-fault"),
+    ({"p99_ratio": 10.5}, "p99 latency in the fault window / pre-fault p99"),
+    ({"hung": True}, "load ended by its planned end"),
+])
+def test_each_figure_of_a_fault_run_is_judged_against_the_gates_threshold(tmp_path, figures, failed):
+    """G4 judges each fault run's own figures against gates.toml [g4]; exactly at the threshold passes."""
+    run = fake_run(tmp_path, "fault run", produced_fault("drive-pull", **figures))
+    edge = fake_run(tmp_path, "fault run", produced_fault("link-down", stall_s=2.0, throughput_pct=50.0,
+                                                          p99_ratio=10.0))
+    verdict = GATES["g4"].evaluate(Evidence.from_paths([run, edge]), load_config(ROOT / "gates.toml"))
+    outcomes = {c.name: c.outcome for c in verdict.criteria if c.name.startswith(("drive pull", "link cut"))}
+    assert [name for name, o in outcomes.items() if o is Outcome.FAIL] == [f"drive pull: {failed}"]
+    assert all(o is Outcome.PASS for name, o in outcomes.items() if name.startswith("link cut"))
+
+
+def test_a_scenario_with_lax_criteria_cannot_pass_g4(tmp_path):
+    """A vendor's scenario file that allows a 60 s stall gives its own verdict 'invisible'; G4 judges the measured
+    12 s stall against the buyer's 2 s and fails it, printing the scenario's verdict beside as information."""
+    lax = produced_fault("link-down", stall_s=12.0, verdict="invisible")
+    lax["scenario"] = {"criteria": {"max_stall_s": 60.0}}
+    run = fake_run(tmp_path, "fault run", lax)
+    verdict = GATES["g4"].evaluate(Evidence.from_paths([run]), load_config(ROOT / "gates.toml"))
+    stall = next(c for c in verdict.criteria if c.name == "link cut: longest stall (no completed I/O)")
+    assert stall.outcome is Outcome.FAIL and "need <= 2 s" in stall.line() and "own limit s 60" in stall.detail
+    errors = next(c for c in verdict.criteria if c.name == "link cut: I/O errors seen by the workload")
+    assert "its own verdict invisible" in errors.detail
+
+
+def test_unverified_data_and_an_unmeasured_window_are_not_run_never_pass(tmp_path):
+    run = fake_run(tmp_path, "fault run", produced_fault("drive-pull", verify="off", p99_ratio=None))
+    verdict = GATES["g4"].evaluate(Evidence.from_paths([run]), load_config(None))
+    by_name = {c.name: c for c in verdict.criteria}
+    verified = by_name["data verified (mismatches)"]              # G4's one data row, the fault run's own criterion
+    assert verified.outcome is Outcome.NOT_RUN and "not verified: the test said so" in verified.detail
+    p99 = by_name["drive pull: p99 latency in the fault window / pre-fault p99"]
+    assert p99.outcome is Outcome.NOT_RUN and "no latency histogram" in p99.detail
 
 
 def test_soak_with_interruptions_fails_with_its_count(tmp_path):

@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from gate_helpers import fake_run, fxprobe, results_of, runs_of
+from gate_helpers import fake_run, fxprobe, produced_fault, results_of, runs_of
 
 XSD = Path(__file__).parent / "fixtures" / "junit" / "junit.xsd"
 
@@ -31,9 +31,8 @@ def evidence(base, link_errors=0) -> list[Path]:
         fake_run(base, "soak", {"duration_s": 60.0, "interruptions": [],
                                 "verdict": {"name": "soak", "criteria": [{"name": "interruptions", "outcome": "pass",
                                                                           "measured": 0, "threshold": 0}]}}),
-        fake_run(base, "fault run", {"plan": {"kind": "link-down", "scenario": "link-down"},
-                                     "impact": {"errors": link_errors}, "verdict": "invisible", **fault},
-                 outcome="pass" if not link_errors else "fail"),
+        fake_run(base, "fault run", {**produced_fault("link-down", errors=link_errors, scenario="link-down"),
+                                     **fault}, outcome="pass" if not link_errors else "fail"),
     ]
 
 
@@ -65,7 +64,7 @@ def test_counts_equal_the_gate_table_and_not_run_is_not_green(tmp_path):
         assert int(suite.get("errors")) == outcomes.count("error") and suite.get("skipped") == "0"
     g2 = cases(suites["G2 single-node baseline (gates)"])
     assert set(g2.values()) == {"failure"}                   # G2 never ran: red, not a green "skipped"
-    assert "G4 / link cut invisible to the workload" in cases(suites["G4 stability and sign-off (gates)"])
+    assert "G4 / link cut: longest stall (no completed I/O)" in cases(suites["G4 stability and sign-off (gates)"])
     steps = cases(suites["steps"])                            # the runs' own verdicts, apart from the gates
     assert "selftest / drives recognized" in steps and "fault run link-down / I/O errors" in steps
     assert all(s.get("time") is not None and s.get("timestamp") for s in root.findall("testsuite"))

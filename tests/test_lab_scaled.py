@@ -17,7 +17,7 @@ from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, evaluate_all, load_config
 from fxprobe.gates.config import BUYER, JUDGED_TOGETHER, LAB_FILE, THRESHOLD_KEYS, parse_config
 from fxprobe.lab.rehearse import Rehearse, Step
-from gate_helpers import fake_run, fxprobe, runs_of
+from gate_helpers import fake_run, fxprobe, produced_fault, runs_of
 
 ROOT = Path(__file__).parent.parent
 CAPTURED = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
@@ -120,7 +120,8 @@ def test_the_shipped_lab_scale_names_each_departure_and_the_units_it_leaves_out_
     assert lab.lab_scaled and lab.label == "gates-lab" and not load_config(ROOT / "gates.toml").lab_scaled
     departures = {name for name in THRESHOLD_KEYS if lab.get(*name.split(".")) != BUYER[name]}
     assert departures == set(lab.scale["scaled"]) == {"g2.line_rate_gbps", "g3.nodes_sharing",
-                                                      "g3.nic_ceiling_min_pct", "g4.soak_hours_min"}
+                                                      "g3.nic_ceiling_min_pct", "g4.soak_hours_min",
+                                                      "g4.fault_stall_max_s"}
     # every criterion reading several thresholds is one JUDGED_TOGETHER group (left out whole or not at all)
     groups = {tuple(f"{key}.{k}" for k in unit.keys) for key, gate in GATES.items() for unit in gate.units()
               if len(unit.keys) > 1}
@@ -144,8 +145,9 @@ def lab_scaled_evidence(base: Path) -> list[Path]:
                                             "fraction_of_ceiling": 0.004}}),
         fake_run(base, "soak", {"duration_s": 30.5, "interruptions": [], "verdict": {"name": "soak", "criteria": [
             VERIFIED]}}),
-        fake_run(base, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0}, "criteria": [VERIFIED]}),
-        fake_run(base, "fault run", {"plan": {"kind": "link-down"}, "impact": {"errors": 0}, "criteria": [VERIFIED]}),
+        fake_run(base, "fault run", produced_fault("drive-pull", stall_s=0.0, throughput_pct=61.0)),
+        fake_run(base, "fault run", produced_fault("link-down", stall_s=4.2, throughput_pct=78.0, verdict="visible",
+                                                   scenario="link-down-tuned"), "fail"),
         fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a", "pinned": True,
                                                           "signature": "valid", "key_source": "x.pub",
                                                           "folder": "report"}}),
@@ -161,10 +163,10 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
         f"{g} (gates-lab)": Outcome.PASS for g in ("G1 delivery acceptance", "G2 single-node baseline",
                                                    "G3 main joint test", "G4 stability and sign-off")}
     assert [v.outcome for v in buyer.values()] == [Outcome.PASS, Outcome.FAIL, Outcome.FAIL, Outcome.FAIL]
-    soak = {c.name: c for c in buyer["G4 stability and sign-off"].criteria}["soak duration"]
-    assert soak.outcome is Outcome.FAIL and "need >= 72 h" in soak.line()
-    lab_soak = {c.name: c for c in lab["G4 stability and sign-off (gates-lab)"].criteria}[soak.name]
-    assert lab_soak.outcome is Outcome.PASS and "SCALED g4.soak_hours_min = 0.005 (the buyer's 72): " in lab_soak.detail
+    stall = {c.name: c for c in buyer["G4 stability and sign-off"].criteria}["link cut: longest stall (no completed I/O)"]
+    assert stall.outcome is Outcome.FAIL and "need <= 2 s" in stall.line()
+    lab_stall = {c.name: c for c in lab["G4 stability and sign-off (gates-lab)"].criteria}[stall.name]
+    assert lab_stall.outcome is Outcome.PASS and "SCALED g4.fault_stall_max_s = 5 (the buyer's 2): " in lab_stall.detail
     g2 = lab["G2 single-node baseline (gates-lab)"]
     assert [n.line() for n in g2.not_judged] == [
         "NOT JUDGED baseline within reference (g2.baseline_tolerance_pct): not judged at lab scale: "
@@ -177,14 +179,14 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     assert "G2 single-node baseline (gates-lab)      PASS     2 pass, 1 not judged at lab scale" in out
     assert "NOT JUDGED TTFT reduction and throughput gain (g3.ttft_reduction_min_pct, g3.throughput_gain_min_pct, " \
            "g3.throughput_gain_max_pct): not judged at lab scale: " in out
-    assert out.count("SCALED g3.nic_ceiling_min_pct = 0.2 (the buyer's 90)") == 1
+    assert out.count("SCALED g4.fault_stall_max_s = 5 (the buyer's 2)") == 2           # drive pull and link cut
     gate_run = runs_of(tmp_path, "gate all")[-1]
     assert fxprobe(tmp_path, "report", *map(str, paths), str(gate_run), "--out", str(tmp_path / "r")) == 0
     md = (tmp_path / "r" / "report.md").read_text()
     assert "**PASSED AT LAB SCALE** - judged with the lab-scaled thresholds" in md and "ACCEPTED" not in md
-    assert "not the buyer's: 4 thresholds SCALED, 4 NOT JUDGED at lab scale" in md
-    assert "| NOT JUDGED | baseline within reference |  | g2.baseline_tolerance_pct |" in md
-    assert "| `g4.soak_hours_min` | 0.005 SCALED |" in md
+    assert "not the buyer's: 5 thresholds SCALED, 4 NOT JUDGED at lab scale" in md
+    assert "| NOT JUDGED | baseline within reference |  |  |  | not judged at lab scale (g2.baseline_tolerance_pct): " in md
+    assert "| `g4.fault_stall_max_s` | 5 SCALED |" in md
     assert "SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): the lab's emulated data link" in md
     junit = ElementTree.parse(tmp_path / "r" / "junit.xml").getroot()
     g3 = next(s for s in junit.findall("testsuite") if s.get("name") == "G3 main joint test (gates-lab)")

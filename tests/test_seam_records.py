@@ -20,7 +20,7 @@ from fxprobe.faults import analysis
 from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.soak import Monitor, RecordLog, StatusPoint, summarize
 from fxprobe.soak.records import SampleRecord, StartRecord, load_records
-from gate_helpers import fake_run
+from gate_helpers import fake_run, produced_fault as fault_figures
 
 CAPTURED = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
 ROOT = Path(__file__).parent.parent
@@ -96,3 +96,30 @@ def test_the_evidence_schema_of_a_criterion_names_only_what_criterion_writes():
     written = Criterion.compare("x", 1, ">=", 0, unit="%", detail="d", evidence="e").to_dict()
     assert set(CriterionRecord.model_fields) <= set(written)
     assert Criterion.from_dict(CriterionRecord.model_validate(written).model_dump()).to_dict() == written
+
+
+G4_FIGURES = [   # (producer class, field it serializes, the G4 criterion reading it)
+    (analysis.Impact, "longest_stall_s", "link cut: longest stall (no completed I/O)"),
+    (analysis.Impact, "throughput_pct", "link cut: throughput in the fault window vs pre-fault"),
+    (analysis.Impact, "p99_ratio", "link cut: p99 latency in the fault window / pre-fault p99"),
+]
+
+
+@pytest.mark.parametrize("producer, field, criterion", G4_FIGURES, ids=[f for _, f, _ in G4_FIGURES])
+def test_g4_judges_each_fault_figure_the_producers_write_and_a_rename_is_an_error(tmp_path, monkeypatch, producer,
+                                                                                  field, criterion):
+    """G4 reads a fault run's figures as the producer's own class serializes them (Impact); renaming
+    one where it is written turns G4's criterion ERROR, never a silent pass."""
+    def judged(base: Path) -> Outcome:
+        path = fake_run(base, "fault run", fault_figures("link-down"))
+        verdict = GATES["g4"].evaluate(Evidence.from_paths([path]), load_config(ROOT / "gates.toml"))
+        return next(c for c in verdict.criteria if c.name == criterion).outcome
+    assert judged(tmp_path / "as-written") is Outcome.PASS
+    original = producer.to_dict
+
+    def renamed(self):
+        data = original(self)
+        data[f"{field}_renamed"] = data.pop(field)
+        return data
+    monkeypatch.setattr(producer, "to_dict", renamed)
+    assert judged(tmp_path / "renamed") is Outcome.ERROR

@@ -21,7 +21,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from fxprobe.core.errors import BadInput
-from fxprobe.core.schema import (InputModel, NonNegativeInt, Percent, PositiveFloat, PositiveInt,
+from fxprobe.core.schema import (InputModel, NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat, PositiveInt,
                                  beside, not_below, validate)
 from fxprobe.core.tomlfile import parse_toml, read_text
 
@@ -57,7 +57,11 @@ Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$",
 class G4Thresholds(InputModel):
     soak_hours_min: PositiveFloat = 72.0
     interruptions_max: NonNegativeInt = 0
-    fault_visible_errors_max: NonNegativeInt = 0
+    # "invisible to the workload", judged on each drive-pull and link-cut fault run's own measured figures
+    fault_visible_errors_max: NonNegativeInt = 0         # I/O errors the workload saw
+    fault_stall_max_s: NonNegativeFloat = 2.0            # longest time with no successful completion
+    fault_throughput_min_pct: Percent = 50.0             # throughput in the fault window vs the steady state before it
+    fault_p99_ratio_max: PositiveFloat = 10.0            # p99 latency in the fault window / p99 before it
     data_mismatches_max: NonNegativeInt = 0     # blocks read back wrong (fio verify) over the soak and fault runs
     trusted_signers: list[Fingerprint] = []     # not a threshold: the keys whose signature G4 accepts
 

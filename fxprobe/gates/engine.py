@@ -222,6 +222,14 @@ def errored(name: str, run: RunRecord, threshold: Any = None, comparator: str = 
     return Criterion(name, Outcome.ERROR, None, threshold, comparator, unit, run.error_reason(), run.evidence)
 
 
+def did_not_run(name: str, run: RunRecord, threshold: Any = None, comparator: str = "", unit: str = "") -> Criterion:
+    """The criterion of a check whose run did not run (its own outcome ``not run``): NOT RUN with its reason."""
+    reason = run.results.get("reason") or lookup(run.results, "verdict.reason")
+    reason = reason if isinstance(reason, str) and reason else f"the run's outcome is {run.outcome}"
+    return Criterion(name, Outcome.NOT_RUN, None, threshold, comparator, unit, f"{run.path.name}: {reason}",
+                     run.evidence)
+
+
 @dataclass(frozen=True)
 class Check:
     """A declared criterion: ``measured = field (/ per) * scale`` compared to a threshold.
@@ -239,6 +247,7 @@ class Check:
     per: str = ""                      # optional denominator field (a ratio)
     count: bool = False
     context: tuple[tuple, ...] = ()    # (label, field[, scale]) shown in the detail
+    unmeasured: str = ""               # the field is there but null: NOT RUN with this reason (absent: ERROR)
 
     @property
     def title(self) -> str:
@@ -285,6 +294,9 @@ class Check:
         return parts
 
     def _one(self, name: str, run: RunRecord, threshold: float) -> Criterion:
+        if self.unmeasured and run.get(self.field) is None and run.outcome != Outcome.NOT_RUN.value:
+            return Criterion(name, Outcome.NOT_RUN, None, threshold, self.comparator, self.unit,
+                             ", ".join([self.unmeasured, *self._context(run)]), run.evidence)
         value, problem = self._value(run, self.field)
         if value is not None and self.per:
             denominator, problem = self._value(run, self.per)
@@ -297,10 +309,7 @@ class Check:
                 value = None
         if value is None:
             if run.outcome == Outcome.NOT_RUN.value:
-                reason = run.results.get("reason") or lookup(run.results, "verdict.reason")
-                reason = reason if isinstance(reason, str) and reason else f"the run's outcome is {run.outcome}"
-                return Criterion(name, Outcome.NOT_RUN, None, threshold, self.comparator, self.unit,
-                                 f"{run.path.name}: {reason}", run.evidence)
+                return did_not_run(name, run, threshold, self.comparator, self.unit)
             return Criterion(name, Outcome.ERROR, None, threshold, self.comparator, self.unit,
                              problem, run.evidence)
         measured = value * Fraction(self.scale)       # exact: a declared scale is an int or a Fraction

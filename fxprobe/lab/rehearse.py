@@ -26,7 +26,7 @@ from fxprobe.core.verdict import Criterion, Outcome, Verdict
 LAB_SPEC = dict(drives=24, raid="raid6", raid_drives=22, hosts=2, links=2, transport="tcp", drive_mb=128)
 EMULATED_LINE_MBPS = 20       # what soft-RoCE under TCG sustains with room to spare
 LOAD_PROFILE = "qwen25-32b-cold-restore"
-FAULT_SCENARIOS = ("drive-pull", "link-down")
+FAULT_SCENARIOS = ("drive-pull", "link-down-tuned")   # the link cut with the timeouts fxprobe advises (fault tune)
 PLANNED_STEPS = 4 + len(FAULT_SCENARIOS) + 5   # G1, G2, G3, soak, the faults; joint report, verify, 2 judgements, report
 
 

@@ -11,7 +11,7 @@ from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_
 from fxprobe.report.ceilings import artefact
 from fxprobe.report.collect import RunView
 from fxprobe.report.commands import CommandGroup, wrapped
-from fxprobe.report.evidence import Link, criterion_links
+from fxprobe.report.evidence import Link, criterion_links, href
 from fxprobe.report.headline import Headline, headline
 from fxprobe.report.machines import Machine, machines
 from fxprobe.report.notes import Note, notes
@@ -103,13 +103,15 @@ def row(c: Criterion, owner: RunView, runs: list[RunView], plots: dict[str, str]
                threshold, c.margin_text(), detail, criterion_links(c, owner, runs, plots))
 
 
-def left_out_row(n: NotJudged) -> Row:
-    """A criterion a lab-scaled thresholds file did not judge: its name, the thresholds it reads, and why."""
-    return Row(NotJudged.WORD, n.name, "", ", ".join(n.keys), "", f"not judged at lab scale: {n.reason}", ())
+def left_out_row(n: NotJudged, owner: RunView) -> Row:
+    """A criterion a lab-scaled thresholds file did not judge: its name, the thresholds it reads, and why; linked
+    to the gate run that recorded it (its results.json holds the thresholds file's reasons)."""
+    return Row(NotJudged.WORD, n.name, "", "", "", f"not judged at lab scale ({', '.join(n.keys)}): {n.reason}",
+               (Link(f"{owner.name}/results.json", href(owner, "results.json")),))
 
 
 def table(v: Verdict, owner: RunView, runs: list[RunView], plots: dict[str, str]) -> Table:
-    rows = tuple(row(c, owner, runs, plots) for c in v.criteria) + tuple(left_out_row(n) for n in v.not_judged)
+    rows = tuple(row(c, owner, runs, plots) for c in v.criteria) + tuple(left_out_row(n, owner) for n in v.not_judged)
     word = v.outcome.value.upper()
     if word == "PASS" and any(r.word == "ARTEFACT" for r in rows):
         word = "ARTEFACT"

@@ -1,0 +1,79 @@
+"""G4's fault criteria: "single-drive and single-link fault injection stays invisible to the workload", judged on
+each drive-pull and link-cut fault run's own measured figures against the thresholds of gates.toml ``[g4]``.
+
+What a fault run records (the producers' typed fields: :class:`fxprobe.faults.analysis.Impact`,
+:class:`fxprobe.faults.overrun.Overrun`), and what G4 compares:
+
+    impact.errors            I/O errors the workload saw              <= g4.fault_visible_errors_max (0)
+    impact.longest_stall_s   longest time with no successful I/O       <= g4.fault_stall_max_s (2 s)
+    impact.throughput_pct    fault window vs the steady state before   >= g4.fault_throughput_min_pct (50 %)
+    impact.p99_ratio         p99 in the fault window / p99 before      <= g4.fault_p99_ratio_max (10 x)
+    load_hung                the load ended by its planned end + grace (null: it did)
+
+(The data each fault run read back is judged with the soak's in G4's one "data verified" row, gates.catalog.)
+
+The thresholds are the gate's, not the scenario file's: a scenario written with laxer criteria cannot make a fault
+pass G4, and a lab-scaled gates file can scale them (each printed SCALED with its reason). The scenario's own
+verdict is shown beside the figures as information.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from fxprobe.core.verdict import Criterion, Outcome
+from fxprobe.gates.config import GateConfig
+from fxprobe.gates.engine import MISSING, Check, Evidence, Judge, Requirement, RunRecord, did_not_run, errored
+
+OWN_VERDICT = (("scenario", "plan.scenario"), ("its own verdict", "verdict"))
+NO_COMPLETIONS = "not measured: the load logged no completion (see 'load ended by its planned end')"
+
+
+def _per_run(name: str, requirement: Requirement, evidence: Evidence,
+             judge: Callable[[str, RunRecord], Criterion], threshold=None, comparator: str = "") -> list[Criterion]:
+    runs = evidence.matching(requirement)
+    if not runs:
+        return [requirement.absent(name, threshold, comparator)]
+    out = []
+    for run in runs:
+        label = name if len(runs) == 1 else f"{name} [{run.label}]"
+        if run.errored:
+            out.append(errored(label, run, threshold, comparator))
+        elif run.outcome == Outcome.NOT_RUN.value:
+            out.append(did_not_run(label, run, threshold, comparator))
+        else:
+            out.append(judge(label, run))
+    return out
+
+
+def _ended(name: str, run: RunRecord) -> Criterion:
+    hung = run.get("load_hung")
+    if hung is MISSING:
+        return Criterion(name, Outcome.ERROR, None, "yes", "==", "", f"{run.evidence} has no field 'load_hung'",
+                         run.evidence)
+    if hung is None:
+        return Criterion(name, Outcome.PASS, "yes", "yes", "==", "", "", run.evidence)
+    waited = hung.get("waited_s") if isinstance(hung, dict) else None
+    return Criterion(name, Outcome.FAIL, "no", "yes", "==", "", f"still running {waited} s after its planned end "
+                     f"and stopped ({hung.get('stopped', '?') if isinstance(hung, dict) else '?'})", run.evidence)
+
+
+def fault_units(what: str, requirement: Requirement) -> tuple:
+    """The invisibility criteria of one fault kind ("drive pull", "link cut"), each against a [g4] threshold."""
+    def ended(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+        return _per_run(f"{what}: load ended by its planned end", requirement, evidence, _ended, "yes", "==")
+
+    return (
+        Check(f"{what}: I/O errors seen by the workload", requirement, "impact.errors", "<=",
+              "fault_visible_errors_max", context=OWN_VERDICT),
+        Check(f"{what}: longest stall (no completed I/O)", requirement, "impact.longest_stall_s", "<=",
+              "fault_stall_max_s", unit="s", unmeasured=NO_COMPLETIONS,
+              context=(("the scenario's own limit s", "scenario.criteria.max_stall_s"),)),
+        Check(f"{what}: throughput in the fault window vs pre-fault", requirement, "impact.throughput_pct", ">=",
+              "fault_throughput_min_pct", unit="%", unmeasured=NO_COMPLETIONS),
+        Check(f"{what}: p99 latency in the fault window / pre-fault p99", requirement, "impact.p99_ratio", "<=",
+              "fault_p99_ratio_max", unit="x",
+              unmeasured="not measured: no latency histogram for the fault window (no I/O completed in it: see the "
+                         "stall)"),
+        Judge(f"{what}: load ended by its planned end", (), ended),
+    )
