@@ -220,3 +220,11 @@ def test_the_same_warning_on_many_drives_is_one_line_naming_them_in_slot_order()
                         + "; fix: " + fix.format("<device>"))
     assert lines[1] == "governor: powersave - clock changes; fix: cpupower"
     assert lines[2].startswith("write_cache: nvme5n1: write through? - ") and len(lines) == 3
+
+
+def test_the_gate_grid_says_not_judged_only_for_what_a_lab_scale_left_out():
+    """NOT RUN (no figure among the evidence) and NOT JUDGED (left out by a lab-scaled file) are two things."""
+    missing = plots.GridRow("G2", Criterion("baseline within reference", Outcome.NOT_RUN))
+    left_out = plots.GridRow("G2", Criterion("baseline within reference", Outcome.NOT_RUN), left_out=True)
+    assert (missing.word, missing.margin_text) == ("not run", "no figure")
+    assert (left_out.word, left_out.figures, left_out.fraction) == ("not judged", "not judged at lab scale", None)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fxprobe.core.errors import BadInput
 from fxprobe.core.rundir import utc_stamp
-from fxprobe.core.verdict import Verdict
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
 from fxprobe.report import plots
 from fxprobe.report.bundle import write_manifest
 from fxprobe.report.collect import RunView, read_run
@@ -69,7 +69,8 @@ def _grids(runs: list[RunView]) -> dict[str, tuple[bytes | None, str, list[str]]
     out = {}
     for run in gate_runs:
         label = headline(run.name, run.results, ()).thresholds
-        rows = [plots.GridRow(v.name.split()[0], c) for v in run.gates for c in v.criteria]
+        rows = [row for v in run.gates for row in [plots.GridRow(v.name.split()[0], c) for c in v.criteria] + [
+            plots.GridRow(v.name.split()[0], Criterion(n.name, Outcome.NOT_RUN), left_out=True) for n in v.not_judged]]
         name = "gate-grid" if len(gate_runs) == 1 else f"gate-grid-{run.name}"
         title = f"Every gate criterion ({label}): outcome, figures, margin as a fraction of its own threshold"
         out[name] = (plots.gate_grid(rows, title), f"gate criteria, {label} (gate run {run.name})", [run.name])

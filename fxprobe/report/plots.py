@@ -22,7 +22,8 @@ from fxprobe.report.ceilings import artefact  # noqa: E402
 from fxprobe.report.soakview import SoakView  # noqa: E402
 
 DPI = 150
-COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not run": "#757575", "error": "#6a1b9a", "artefact": "#ef6c00"}
+COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not run": "#757575", "error": "#6a1b9a", "artefact": "#ef6c00",
+           "not judged": "#1565c0"}
 KIND_COLOURS = ("#c62828", "#ef6c00", "#6a1b9a", "#1565c0", "#795548", "#00838f")
 
 
@@ -37,21 +38,26 @@ def _png(figure) -> bytes:
 class GridRow:
     gate: str                  # "G4"
     criterion: Criterion
+    left_out: bool = False     # a criterion a lab-scaled thresholds file does not judge (its name only, no figure)
 
     @property
     def word(self) -> str:
+        if self.left_out:
+            return "not judged"
         return "artefact" if artefact(self.criterion) else self.criterion.outcome.value
 
     @property
     def fraction(self) -> float | None:
         """Margin over |threshold| (+0.16 = 16 % inside it); None for yes/no criteria and a threshold of 0."""
         c = self.criterion
-        if c.margin is None or not isinstance(c.threshold, (int, float)) or c.threshold == 0:
+        if self.left_out or c.margin is None or not isinstance(c.threshold, (int, float)) or c.threshold == 0:
             return None
         return c.margin / abs(c.threshold)
 
     @property
     def figures(self) -> str:
+        if self.left_out:
+            return "not judged at lab scale"
         c = self.criterion
         need = f"  need {c.comparator} {c.threshold_text()}" if c.comparator else ""
         return f"{c.measured_text()}{need}"
@@ -63,9 +69,11 @@ class GridRow:
             return f"{100 * fraction:+.1f} % of threshold"
         if c.margin is not None:
             return f"margin {c.margin_text()} (threshold 0)"
+        if self.left_out:
+            return "left out (reason in the table)"
         if c.outcome is Outcome.PASS:
             return "met" if c.comparator else "recorded"
-        return {"fail": "not met", "not run": "not judged", "error": "could not judge"}[c.outcome.value]
+        return {"fail": "not met", "not run": "no figure", "error": "could not judge"}[c.outcome.value]
 
 
 def _short(text: str, width: int) -> str:
