@@ -201,9 +201,10 @@ TOML_READERS = {
                        {"timing.fault_s": ">=0", "timing.recover_s": ">=0", "load.iodepth": ">0",
                         "load.log_msec": ">0", "criteria.max_errors": ">=0", "criteria.max_stall_s": ">=0",
                         "criteria.max_p99_ratio": ">0"}, [("fault",), ("fault", "kind")]),
-    "gates.toml": (_docs("gates.toml"), ["gate", "g1", "--config", "{}"],
+    "gates.toml": (_docs("gates*.toml"), ["gate", "g1", "--config", "{}"],   # the buyer's and the lab-scaled
                    {"g1.drives_expected": ">0", "g3.nodes_sharing": ">0", "g4.soak_hours_min": ">0",
-                    "g4.interruptions_max": ">=0", "g2.line_efficiency_min_pct": ">=0"}, []),
+                    "g4.interruptions_max": ">=0", "g2.line_efficiency_min_pct": ">=0", "g4.fault_stall_max_s": ">=0",
+                    "g4.fault_throughput_min_pct": ">=0", "g4.fault_p99_ratio_max": ">0"}, []),
     "claims file": (_docs("examples/claims/*.toml"), ["claims", "check", "{}"], {"claims.0.tolerance": ">=0"},
                     [("claims",), ("claims", 0, "id"), ("claims", 0, "kind")]),
     "reference table": (_docs("examples/claims/reference-r2.toml"),

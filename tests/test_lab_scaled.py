@@ -100,11 +100,15 @@ LAB_HEAD = '[scale]\nlab_scaled = true\nwhy = "a lab"\n'
     (LAB_HEAD + '[scale.not_judged]\n"g4.trusted_signers" = "x"\n', "g4.trusted_signers: not a threshold"),
     (LAB_HEAD + '[scale.scaled]\n"g2.line_rate_gbps" = ""\n', "field 'scale.scaled.g2.line_rate_gbps': must not be empty"),
     ('[scale]\nlab_scaled = true\n', "field 'scale.why': a lab-scaled file says what its scale is for"),
+    # a bad value in a scaled gate's table is that field's error alone, not also its scale's
+    (LAB_HEAD + '[g4]\nsoak_hours_min = nan\n[scale.scaled]\n"g4.soak_hours_min" = "short"\n',
+     "field 'g4.soak_hours_min': must be a finite number (got nan)"),
 ])
 def test_a_criterion_is_dropped_or_a_value_scaled_only_in_a_declared_lab_scaled_file(text, words):
     with pytest.raises(BadInput) as info:
         parse_config(text, "mine.toml")
     assert str(info.value).startswith("mine.toml: ") and words in str(info.value), str(info.value)
+    assert "more:" not in str(info.value), str(info.value)
 
 
 def test_a_buyer_s_config_that_drops_a_criterion_is_one_line_exit_2(tmp_path, capsys):

@@ -134,7 +134,7 @@ def _departures(scale: ScaleTable, info: ValidationInfo) -> ScaleTable:
                 "[scale.scaled]: add one (it is printed beside the value)" for key in sorted(differs - set(scale.scaled))
                 if key not in scale.not_judged]
     problems += [f"{key} is listed as scaled but keeps the buyer's {BUYER[key]:g}: remove it from [scale.scaled]"
-                 for key in scale.scaled if key not in differs]
+                 for key in scale.scaled if key in values and key not in differs]   # a gate table in error: not here
     problems += [f"{key} is not judged here: keep the buyer's value ({BUYER[key]:g}), not {values[key]:g}"
                  for key in scale.not_judged if key in differs]
     problems += [f"{key} is both scaled and not judged: one or the other" for key in scale.scaled
