@@ -69,8 +69,8 @@ READS = {
     "04-soak": ["duration_s", "interruptions", "planned_s"],
     "05-fault-drive-pull": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
                             "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s"],
-    "06-fault-link-down": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
-                           "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s"],
+    "06-fault-link-down-tuned": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
+                                 "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s"],
 }
 
 
