@@ -1,16 +1,13 @@
-"""Shared test support: ONE QEMU lab per test session, handed to every ``@pytest.mark.lab`` test.
+"""Shared test support: ONE QEMU lab per test session (per xdist worker), handed to every ``@pytest.mark.lab`` test.
 
-The session lab: array guest with 24 drives (raid6 over the first 20, slots 20-23 free for
-``lab.add_export``), 2 host guests, 2 data links per host, NVMe/TCP connected on every link,
-an NVMe/RDMA port next to each TCP port (soft-RoCE on every data NIC).
+The lab's spec is tests/session_lab.py's. Tests restore what they break (drives, links, throttles, extra
+exports). Without a prerequisite (QEMU, the Debian kernel package...) lab tests skip with the reason; with
+FXPROBE_REQUIRE_LAB=1 they fail instead.
 
-Tests restore what they break (drives, links, throttles, extra exports). Without a prerequisite
-(QEMU, the Debian kernel package...) lab tests skip with the reason; with FXPROBE_REQUIRE_LAB=1
-they fail instead.
-
-FXPROBE_TEST_LAB=<name> makes the tests use a lab that is already up (started with
-``fxprobe lab up --lab <name> --drives 24 --raid-drives 20 --hosts 2 --links 2``) and leave it up:
-handy while writing lab tests.
+FXPROBE_TEST_LAB=<name> makes the tests use a lab that is already up (``python3 tests/session_lab.py up NAME``,
+or ``fxprobe lab up --lab <name> --drives 24 --raid-drives 20 --hosts 2 --links 2``) and leave it up: handy
+while writing lab tests. FXPROBE_TEST_LABS=<a>,<b> does the same for pytest-xdist workers, worker gwN taking
+the Nth (scripts/test runs the ``lab_parallel`` tests so, each worker on a lab of its own).
 """
 
 from __future__ import annotations
@@ -19,10 +16,15 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
 
-SESSION_DRIVES = 24
-SESSION_RAID_DRIVES = 20
-SESSION_DRIVE_MB = 128   # small drives: a re-added drive's md recovery takes ~1 min under TCG
+from session_lab import SESSION_DRIVES, SESSION_RAID_DRIVES  # noqa: F401  (tests import them from here)
+
+
+# No hypothesis deadline anywhere: the suite shares two cores with QEMU guests (scripts/test boots the labs while
+# the tests without a lab run), and a test must fail for what it checks, never for the machine's load.
+settings.register_profile("fxprobe", deadline=None)
+settings.load_profile("fxprobe")
 
 
 def pytest_collection_modifyitems(items):
@@ -51,22 +53,35 @@ def session_lab_name() -> str:
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     """The session's lab handle (fxprobe.lab.vm.Lab), booted on first use and stopped at the end."""
-    from fxprobe.core.errors import NotRunnable
-    from fxprobe.lab.spec import LabSpec
+    import session_lab
+    from fxprobe.core.errors import BadInput, NotRunnable
     from fxprobe.lab.vm import Lab
     from fxprobe.core.rundir import RunDir
     from fxprobe.core.runner import Runner
 
-    existing = os.environ.get("FXPROBE_TEST_LAB")
+    existing = lab_given()
     if existing:
-        yield Lab.load(existing)
+        try:
+            handle = Lab.load(existing)
+        except BadInput as exc:       # scripts/test booted it ahead: its boot failed (its log names why)
+            skip_or_fail(f"{exc}; the boot's log: {os.environ.get('FXPROBE_TEST_LAB_LOGS', 'not kept')}")
+        yield handle
         return
-    spec = LabSpec(name=session_lab_name(), drives=SESSION_DRIVES, raid="raid6", raid_drives=SESSION_RAID_DRIVES,
-                   hosts=2, links=2, transport="tcp", drive_mb=SESSION_DRIVE_MB)
     run = RunDir.create(tmp_path_factory.mktemp("lab-evidence"), "session-lab")
     try:
-        handle = Lab.up(spec, Runner(run), progress=lambda text: print(f"[lab] {text}", file=sys.stderr))
+        handle = session_lab.up(session_lab_name(), Runner(run), progress=lambda text: print(f"[lab] {text}",
+                                                                                             file=sys.stderr))
     except NotRunnable as exc:
         skip_or_fail(str(exc))
     yield handle
     handle.down()
+
+
+def lab_given() -> str | None:
+    """The name of a lab that is already up for this process: FXPROBE_TEST_LAB, or this xdist worker's entry of
+    FXPROBE_TEST_LABS."""
+    labs = [name for name in os.environ.get("FXPROBE_TEST_LABS", "").split(",") if name]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if labs and worker.startswith("gw"):
+        return labs[int(worker[2:]) % len(labs)]
+    return os.environ.get("FXPROBE_TEST_LAB") or None

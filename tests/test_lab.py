@@ -58,6 +58,7 @@ def md(lab: Lab) -> dict:
 
 # -- a tiny rdma lab of its own: Must-show 4 (--transport rdma), 5 and 6 -----------------------------
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_tiny_rdma_lab_connects_and_down_leaves_nothing(tmp_path):
     run = RunDir.create(tmp_path, "tiny-lab")
     spec = LabSpec(name=f"tiny-{os.getpid()}", drives=2, raid="raid1",
@@ -85,6 +86,7 @@ def test_tiny_rdma_lab_connects_and_down_leaves_nothing(tmp_path):
 
 # -- the session lab ---------------------------------------------------------------------------------
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_must_show_1_subsystem_on_host_and_24_drives_in_array(lab, tmp_path, capsys):
     nqn = lab.main_export.nqn
     host = json.loads(lab.exec("host", ["nvme", "list", "-v", "-o", "json"], check=True).stdout)
@@ -101,6 +103,7 @@ def test_must_show_1_subsystem_on_host_and_24_drives_in_array(lab, tmp_path, cap
     assert {s["nqn"] for s in status["nvme"]["host1"]} >= {nqn}
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_guests_are_ssh_hosts_and_resolve_each_other(lab):
     host = lab.guest("host")
     assert isinstance(host, SshHost) and host.address == "127.0.0.1"
@@ -115,6 +118,7 @@ def test_guests_are_ssh_hosts_and_resolve_each_other(lab):
         assert f"0100007F:{guest.ssh_port:04X}" in tcp
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_must_show_2_link_down_leaves_one_live_path(lab):
     nqn = lab.main_export.nqn
     assert len(lab.wait_paths("host1", nqn, 2)) == 2
@@ -129,6 +133,7 @@ def test_must_show_2_link_down_leaves_one_live_path(lab):
     assert len(lab.wait_paths("host1", nqn, 2, timeout=120)) == 2
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_must_show_3_drive_pull_degrades_md_and_namespace_stays_readable(lab):
     slot = 3
     lab.drive_pull(slot)
@@ -183,6 +188,7 @@ def test_must_show_4_rdma_gids_connect_and_ib_read_bw(lab):
         server.stop()
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_add_export_twin_raid0_from_free_drives(lab):
     export = lab.add_export("raid0", [20, 21], name="twin")
     try:
@@ -196,6 +202,7 @@ def test_add_export_twin_raid0_from_free_drives(lab):
     assert not lab.live_paths("host1", export.nqn)
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_throttle_sets_and_removes_tbf(lab):
     lab.throttle(1, "200mbit", host="host2")
     try:
@@ -206,6 +213,7 @@ def test_throttle_sets_and_removes_tbf(lab):
     assert "tbf" not in lab.exec("host2", ["tc", "qdisc", "show", "dev", "l1"], check=True).stdout
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_bad_fault_input_is_one_line(lab, tmp_path, capsys):
     assert main(["--runs", str(tmp_path), "lab", "fault", "drive-pull", "--lab", lab.name, "99"]) == 2
     assert main(["--runs", str(tmp_path), "lab", "fault", "throttle", "--lab", lab.name, "1", "fast"]) == 2
@@ -213,6 +221,7 @@ def test_bad_fault_input_is_one_line(lab, tmp_path, capsys):
     assert len(err) == 2 and "no drive slot 99" in err[0] and "'fast': expected a rate" in err[1]
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_native_lab_inside_the_array_guest(lab):
     """`fxprobe lab up --native` (the same target code) builds, reports and tears down in a real kernel."""
     base = lab.python("fxprobe.cli.main", "--runs", "/tmp/runs")     # this checkout's fxprobe, in the guest

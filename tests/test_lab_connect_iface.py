@@ -7,7 +7,7 @@ import pytest
 
 from labcli import fx
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]   # no timing judged: on two labs at once
 
 HOST = "host2"
 

@@ -11,7 +11,7 @@ import pytest
 
 from labcli import fx_here as fx
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]   # no timing judged: on two labs at once
 
 EXTRA = "array2"
 

@@ -10,7 +10,7 @@ import pytest
 from fxprobe.host.selftest import ExpectedDrive, natural_key, parse_expected_run
 from labcli import criteria, fx
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]   # no timing judged: on two labs at once
 
 SPARE_SLOT = 23        # outside the session's raid6 (slots 0-19): pulling it degrades nothing
 SMART_SLOT = 21        # likewise free: its SMART warning degrades nothing either

@@ -13,7 +13,7 @@ import pytest
 from labcli import fx_here as fx
 from labcli import fx as fx_in_guest
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]   # no timing judged: on two labs at once
 
 
 def names(data) -> dict:

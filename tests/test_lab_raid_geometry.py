@@ -28,6 +28,7 @@ def test_two_pulls_in_raid6_are_invisible(lab, tmp_path):
     assert lab.drive(0).present and lab.drive(1).present
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_three_pulls_in_raid6_are_refused_naming_the_combination(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull-two", fault={"slots": [0, 1, 2]}, timing={})
     done = fault_run(lab, tmp_path, scenario)

@@ -57,6 +57,7 @@ def test_raid6_pull_through_the_hook_is_invisible_and_its_calls_are_recorded(lab
     assert lab.drive(0).present
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_linux_ssh_hook_pulls_and_restores_a_drive_of_the_array_guest(lab):
     """examples/target-control/linux-ssh against the array guest (a Linux nvmet + md target over SSH)."""
     hook = str(Path(HOOK).with_name("linux-ssh"))

@@ -80,6 +80,7 @@ def check_statistics(wl: dict) -> None:
     assert wl["layout"].startswith("none (reads the data already on the device")
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_read_profile_on_the_namespace_from_host1(lab, capsys, tmp_path):
     data = run_json(capsys, tmp_path, lab, "host1")
     wl = data["workload"]
@@ -93,6 +94,7 @@ def test_read_profile_on_the_namespace_from_host1(lab, capsys, tmp_path):
           f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, steady {wl['steady_attained']}/3")
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
     data = run_json(capsys, tmp_path, lab, "host1,host2", "--ceiling", "100")
     wl = data["workload"]
@@ -129,6 +131,7 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
           f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, {wl['fraction_of_ceiling'] * 100:.3f} % of 100 Gb/s")
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_forward_rule_is_added_and_removed(lab):
     with forward.forwarded(lab, "host1", 18765) as rule:
         assert (rule.host_address, rule.host_port, 18765) in forward.usernet_forwards(lab, "host1")
@@ -136,6 +139,7 @@ def test_forward_rule_is_added_and_removed(lab):
     forward.unforward(lab, rule)   # already gone: not an error
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_refused_run_removes_its_forwards(lab, capsys, tmp_path):
     """A run that stops with an error (no such device on the guest) still removes its forwards."""
     before = {g: forward.usernet_forwards(lab, g) for g in ("host1", "host2")}
@@ -165,6 +169,7 @@ def kill_client_when_measuring(marker: str, stop: threading.Event, after_s: floa
         time.sleep(0.1)
 
 
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_fio_client_killed_mid_run_leaves_nothing_behind(lab, capsys, tmp_path):
     """fio killed mid-run: one clear line, exit 4, the guests' servers stopped and the forwards removed."""
     stop = threading.Event()

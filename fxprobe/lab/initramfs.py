@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -92,7 +93,7 @@ def ensure_initramfs(runner: Runner, kernel: LabKernel) -> Path:
                              "".join(m.name + "\n" for m in modules).encode()))
     entries += [CpioEntry(f"mods/{m.name}", stat.S_IFREG | 0o644, m.read_bytes()) for m in modules]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(write_cpio(entries))
-    os.replace(tmp, path)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+        tmp.write(write_cpio(entries))        # a file of this writer's own: two `lab up` at once never mix theirs
+    os.replace(tmp.name, path)
     return path

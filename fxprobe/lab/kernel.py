@@ -11,6 +11,8 @@ A second ``lab up`` finds READY and downloads nothing.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -99,6 +101,28 @@ def ensure_kernel(runner: Runner, progress=lambda text: None) -> LabKernel:
     if (root / "READY").exists():
         progress(f"kernel: {version} (cached in {root})")
         return kernel
+    with cache_lock("kernel"):         # two `lab up` at once: one fetches, the other waits and finds READY
+        if (root / "READY").exists():
+            progress(f"kernel: {version} (cached in {root} by another lab up)")
+            return kernel
+        return _fetch(runner, kernel, progress)
+
+
+@contextlib.contextmanager
+def cache_lock(name: str):
+    """An exclusive lock on one part of the lab cache, held across processes (fcntl.flock)."""
+    path = cache_root() / f".{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _fetch(runner: Runner, kernel: LabKernel, progress) -> LabKernel:
+    version, package, root = kernel.version, kernel.package, kernel.root
     progress(f"kernel: downloading {package}")
     root.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root.parent, prefix=".fetch-") as tmp:
