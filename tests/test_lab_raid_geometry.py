@@ -42,6 +42,7 @@ def test_three_pulls_in_raid6_are_refused_naming_the_combination(lab, tmp_path):
     assert any(line.startswith("REFUSED (allowed by --allow-visible): pulling") for line in lines), lines
 
 
+@pytest.mark.lab_parallel   # visible by its I/O errors, whatever the machine's load: runs beside another lab's tests
 def test_two_pulls_of_a_raid5_twin_are_visible_with_allow_visible(lab, tmp_path):
     free = lab.state.free_slots()[:3]
     assert len(free) == 3, "the session lab keeps slots 20-23 free"
