@@ -53,6 +53,7 @@ def assert_nothing_running_and_healthy(lab) -> None:
     assert main["action"] in ("recovery", "resync") or main["health"] == "U" * main["raid_disks"], main
 
 
+@pytest.mark.lab_parallel   # judges no time: the orphaned load runs 120 s, the restore's checks are states
 def test_kill_9_of_a_fault_run_in_its_fault_window_then_fault_restore(lab, tmp_path):
     scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 3, "settle_s": 1, "fault_s": 120,
                                                                "recover_s": 2})
