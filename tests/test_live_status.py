@@ -15,7 +15,7 @@ from fxprobe.core.metrics import MetricsSink, families, parse_listen
 from fxprobe.core.errors import BadInput
 from fxprobe.core.status import Figures, PlainSink, Status, line
 from fxprobe.soak.live import ObservedLog
-from fxprobe.soak.stream import JsonStream
+from fxprobe.tools.fio_status import JsonStream
 from fxprobe.tools import fio
 from fxprobe.tools.fio_status import LiveFio, interval_figures, parse_status_totals
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import time
@@ -255,3 +256,22 @@ def test_bin_index_and_value_round_trip(index):
     assert fio.bin_index_ns(fio.bin_value_ns(index)) == index
     low, high = fio.bin_bounds_ns(index)
     assert fio.bin_index_ns(low) == index and fio.bin_index_ns(high - 1) == index
+
+
+def test_one_splitter_for_fio_output_whole_or_as_it_arrives():
+    """tools.fio_status.JsonStream is the one reader of fio's concatenated JSON documents: the soak's pipe, the
+    fault run's live line (chunks as the file grows) and the fault verdict's whole text give the same documents,
+    warnings between them skipped; a document on one line is read at the stream's end."""
+    from fxprobe.tools.fio_status import JsonStream, errored_ios, job_rows, json_documents, last_json
+    text = "fio: a warning before the first report\n" + (FIXTURES / "status-interval-jsonplus-3.33.json").read_text()
+    whole = json_documents(text)
+    assert len(whole) > 2 and all("timestamp_ms" in d for d in whole) and last_json(text) == whole[-1]
+    stream, pieces = JsonStream(), []
+    data = text.encode()
+    for start in range(0, len(data), 7):          # bytes, cut anywhere (inside a UTF-8 character too)
+        pieces += stream.feed(data[start:start + 7])
+    assert pieces + stream.close() == whole and stream.skipped == ["fio: a warning before the first report"]
+    one_line = json.dumps({"jobs": [{"jobname": "a", "total_err": 3}, {"jobname": "All clients", "total_err": 3},
+                                    {"jobname": "b", "error": 5}]})
+    assert json_documents("x\n" + one_line) == [json.loads(one_line)]
+    assert [errored_ios(r) for r in job_rows(json.loads(one_line))] == [3, 1]   # fio's aggregate row left out

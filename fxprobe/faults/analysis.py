@@ -17,7 +17,6 @@ millisecond and count successful I/O only; from averaged logs a sample stamped `
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -27,6 +26,7 @@ import pandas as pd
 from fxprobe.core.data import AsDict
 from fxprobe.faults.completions import Completions, first_effect, longest_gap, recovered_at
 from fxprobe.tools.fio import FioHistLog, percentile_from_bins
+from fxprobe.tools.fio_status import errored_ios, job_rows, json_documents, last_json
 from fxprobe.core.verdict import Criterion, Outcome
 
 AFFECTED_FRACTION = 0.5   # a window below half the steady-state IOPS is "affected" (for the timeline)
@@ -115,38 +115,14 @@ def p99_between(hist: FioHistLog | None, start_ms: float, end_ms: float, percent
     return percentile_from_bins(bins, percent) if bins else None
 
 
-def json_documents(text: str) -> list[dict]:
-    """Every JSON object in ``text`` (fio --status-interval prints one per interval, then the final one)."""
-    decoder = json.JSONDecoder()
-    out, index = [], text.find("{")
-    while index >= 0:
-        try:
-            data, end = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
-            index = text.find("{", index + 1)
-            continue
-        if isinstance(data, dict):
-            out.append(data)
-        index = text.find("{", end)
-    return out
-
-
-def last_json(text: str) -> dict | None:
-    documents = json_documents(text)
-    return documents[-1] if documents else None
-
-
 def fio_errors(fio_json: str | None) -> tuple[int | None, str]:
     """(I/O errors counted by fio, first error text) from fio's (last) JSON output; None without JSON."""
     data = last_json(fio_json or "")
     if data is None:
         return None, ""
     total, first = 0, ""
-    for job in data.get("jobs", []) + data.get("client_stats", []):
-        count = int(job.get("total_err", 0) or 0)
-        if count == 0 and job.get("error"):
-            count = 1
-        total += count
+    for job in job_rows(data):
+        total += errored_ios(job)
         if not first and job.get("first_error"):
             first = f"{job.get('first_error')} (errno)"
         if not first and job.get("error"):
@@ -161,7 +137,7 @@ def error_series(fio_json: str | None) -> list[tuple[int, int]]:
     for document in json_documents(fio_json or ""):
         stamp = document.get("timestamp_ms")
         if isinstance(stamp, int):
-            out.append((stamp, sum(int(job.get("total_err", 0) or 0) for job in document.get("jobs", []))))
+            out.append((stamp, sum(errored_ios(job) for job in job_rows(document))))
     return out
 
 

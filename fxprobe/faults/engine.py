@@ -28,7 +28,7 @@ from fxprobe.faults.scenario import LINK_KINDS, Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.tools import procs
+from fxprobe.tools import fio_status, procs
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
 from fxprobe.host.safety import TargetCheck, check_load_target
@@ -434,14 +434,14 @@ class FaultRun:
         """The load's own verify pass; when it wrote, the whole region read back after the restore (and, after a
         lab drive pull, once more when md has resynced)."""
         vplan, site, runner = self.vplan, self.site, self.runner
-        passes = [verify_mod.make_pass("load", analysis.last_json(self.fio_out), self.fio_err)] if vplan.enabled else []
+        passes = [verify_mod.make_pass("load", fio_status.last_json(self.fio_out), self.fio_err)] if vplan.enabled else []
         problems: list[str] = []
         if vplan.enabled and self.overrun is not None:
             problems.append("the load hung: no read-back (it would wait on the same I/O)")
         elif vplan.enabled and vplan.writes:
             back = runner.run(verify_mod.readback_argv(vplan, site.device), timeout=1800, host=site.host,
                               label="fio-readback")
-            passes.append(verify_mod.make_pass("read-back after restore", analysis.last_json(back.stdout), back.stderr))
+            passes.append(verify_mod.make_pass("read-back after restore", fio_status.last_json(back.stdout), back.stderr))
             if self.env.lab is not None and isinstance(self.method, methods.LabDrivePull):
                 waited = labprep.wait_md_idle(self.env.lab, verify_mod.RESYNC_WAIT_S)
                 if waited is None:
@@ -452,7 +452,7 @@ class FaultRun:
                     back = runner.run(verify_mod.readback_argv(vplan, site.device, "fault-readback-resynced"),
                                       timeout=1800, host=site.host, label="fio-readback-resynced")
                     passes.append(verify_mod.make_pass(f"read-back after md resync ({waited:.0f} s)",
-                                                       analysis.last_json(back.stdout), back.stderr))
+                                                       fio_status.last_json(back.stdout), back.stderr))
         return verify_mod.VerifyResult(vplan, tuple(passes), tuple(problems))
 
     def cleanup(self) -> None:
@@ -663,7 +663,7 @@ def wait_first_status(background, timeout: float) -> float | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         now = time.time()
-        for document in analysis.json_documents(background.output()[0]):
+        for document in fio_status.json_documents(background.output()[0]):
             runtime_ms = max((job.get(d, {}).get("runtime", 0) or 0 for job in document.get("jobs", [])
                               for d in ("read", "write")), default=0)
             if runtime_ms > 0:

@@ -7,17 +7,7 @@ import threading
 import time
 
 from fxprobe.core.status import Status
-from fxprobe.faults.analysis import json_documents
-from fxprobe.tools.fio_status import LiveFio
-
-
-def complete_documents(buffer: str) -> tuple[list[dict], str]:
-    """The documents complete in ``buffer`` and the rest (fio closes each with "}" at a line start)."""
-    docs = []
-    while (end := buffer.find("\n}\n")) >= 0:
-        docs += json_documents(buffer[:end + 2])[:1]
-        buffer = buffer[end + 3:]
-    return docs, buffer
+from fxprobe.tools.fio_status import JsonStream, LiveFio
 
 
 class LoadWatch:
@@ -40,7 +30,7 @@ class LoadWatch:
         return self
 
     def _follow(self) -> None:
-        live, buffer, offset = LiveFio(self.status, self.node), "", 0
+        live, stream, offset = LiveFio(self.status, self.node), JsonStream(), 0
         path = self.background.stdout_path
         while not self._stop.is_set():
             try:
@@ -50,8 +40,7 @@ class LoadWatch:
             except OSError:
                 data = b""
             offset += len(data)
-            docs, buffer = complete_documents(buffer + data.decode("utf-8", "replace"))
-            for doc in docs:
+            for doc in stream.feed(data):
                 live.doc(doc)
                 if self.first_ts is None and isinstance(doc, dict) and doc.get("jobs"):
                     self.first_ts = time.time()

@@ -25,7 +25,8 @@ is always recomputed from the records (:func:`.summary.summarize`).
 
 from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
                                  MAX_RESTARTS, RECORDS, STARTUP_GRACE_S, STATE, hms, parse_duration, stamp)
-from fxprobe.soak.stream import JsonStream, StatusPoint, parse_status_doc
+from fxprobe.soak.stream import StatusPoint, parse_status_doc
+from fxprobe.tools.fio_status import JsonStream
 from fxprobe.soak.records import RecordLog, read_records, repair_tail
 from fxprobe.soak.monitor import Interruption, Monitor
 from fxprobe.soak.summary import SoakSummary, summarize

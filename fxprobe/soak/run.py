@@ -25,7 +25,8 @@ import fxprobe.soak.verify as soak_verify
 from fxprobe.soak.records import (InterruptionRecord, RecordLog, SampleRecord, StartRecord, VerifyRecord, load_records,
                                   repair_tail)
 from fxprobe.soak.state import FioJob, FioState, SoakConfig, SoakState
-from fxprobe.soak.stream import JsonStream, parse_status_doc
+from fxprobe.soak.stream import parse_status_doc
+from fxprobe.tools.fio_status import JsonStream
 from fxprobe.soak.summary import SoakSummary, summarize
 from fxprobe.tools import fio, nvme
 from fxprobe.tools.fio_status import LiveFio

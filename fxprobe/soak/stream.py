@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import codecs
-import json
 from dataclasses import dataclass
 
 from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio
 from fxprobe.tools.fields import arr, integer, number, obj
-
-MAX_BUFFER = 64 << 20        # a status document larger than this is not fio's
 
 
 @dataclass(frozen=True)
@@ -52,45 +48,3 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
         code = integer(row.get("error", 0), source, f"jobs[{i}].error")
         job_error = job_error or code
     return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat, read_bytes)
-
-
-class JsonStream:
-    """Split a byte stream of concatenated JSON documents (fio's status dumps) as it arrives."""
-
-    def __init__(self) -> None:
-        self._decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
-        self._decoder = json.JSONDecoder()
-        self.buffer = ""
-        self.skipped: list[str] = []
-
-    def feed(self, data: bytes) -> list:
-        self.buffer += self._decode(data)
-        docs = []
-        while True:
-            start = 0 if self.buffer.startswith("{") else self.buffer.find("\n{") + 1
-            if start == 0 and not self.buffer.startswith("{"):   # no document starts yet
-                cut = self.buffer.rfind("\n") + 1                # keep a partial line for later
-                self._skip(self.buffer[:cut])
-                self.buffer = self.buffer[cut:]
-                break
-            if start:
-                self._skip(self.buffer[:start])
-                self.buffer = self.buffer[start:]
-            if "\n}" not in self.buffer:   # fio closes each document with "}" at a line start
-                if len(self.buffer) > MAX_BUFFER:
-                    raise ParseError("fio status stream", "(document)", f"no complete JSON in {MAX_BUFFER} bytes")
-                break
-            try:
-                doc, end = self._decoder.raw_decode(self.buffer)
-            except json.JSONDecodeError:           # a "{" line that is not fio's document
-                cut = self.buffer.find("\n") + 1 or len(self.buffer)
-                self._skip(self.buffer[:cut])
-                self.buffer = self.buffer[cut:]
-                continue
-            docs.append(doc)
-            self.buffer = self.buffer[end:]
-        return docs
-
-    def _skip(self, text: str) -> None:
-        if text.strip():
-            self.skipped.append(text.strip()[:300])
