@@ -10,8 +10,9 @@ import pytest
 
 from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio, fio_logs
+from fxprobe.workload import fleet
 from fxprobe.workload.run import bandwidth_series
-from histref import independent_merge, numpy_percentile
+from histref import client_log_falls, independent_merge, numpy_percentile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 T0 = 1_764_000_000_000
@@ -168,3 +169,39 @@ def test_hist_logs_through_fio_s_client_are_undone_as_the_server_differenced_the
         # 5 windows of 500 ms logged out of the 3 s measured: the last half second is in json+ only
         assert 0.8 * job[name]["total_ios"] <= merged.samples(ddir) <= job[name]["total_ios"]
         assert merged.percentile(99, ddir) == numpy_percentile(reference[ddir], 99)
+
+
+def _planted(tmp_path: Path, line: int, count: int) -> Path:
+    """The captured client-side log with one bin of one line replaced by ``count``."""
+    lines = (FIXTURES / "client-randrw_clat_hist.1.log.127.0.0.1").read_text().splitlines()
+    fields = lines[line - 1].split(", ")
+    fields[3 + 700] = str(count)
+    lines[line - 1] = ", ".join(fields)
+    path = tmp_path / "planted_clat_hist.1.log.127.0.0.1"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_impossible_count_in_a_client_hist_log_is_refused_never_merged(tmp_path):
+    """fio has written impossible bin counts (axboe/fio#827; CI saw 94,672,326,492,521 samples in a run whose
+    json+ had 437). Inside the log, the job's histogram falls after it: the log is refused naming the line;
+    on the last line it cannot fall, and the fleet view refuses the sum for exceeding json+."""
+    path = FIXTURES / "client-randrw_clat_hist.1.log.127.0.0.1"
+    assert client_log_falls([path], 3) == []
+    ddirs = [int(line.split(",")[1]) for line in path.read_text().splitlines()]
+    middle = [i + 1 for i, d in enumerate(ddirs) if d == 0][2]          # the third read line of five
+    planted = _planted(tmp_path, middle, 94_672_326_492_521)
+    assert client_log_falls([planted], 3) == [f"{planted.name}:0"]         # the independent check agrees
+    with pytest.raises(ParseError, match=rf"lines {middle} and {middle + 4} \(read\): bin 700 holds "
+                                         r"94,672,326,492,521 then 0, so the job's histogram falls from "
+                                         r"94,672,326,492,521 to 0 samples"):
+        fio_logs.merge_hist_logs([planted], fio_client=True)
+    view = fleet.hist_logs([planted], {}, "read", 500)
+    assert view.percentiles_ns == {} and "NOT USED" in view.line() and f"lines {middle} and" in view.line()
+    last = [i + 1 for i, d in enumerate(ddirs) if d == 0][-1]
+    view = fleet.hist_logs([_planted(tmp_path, last, 94_672_326_492_521)], {}, "read", 500)
+    assert view.percentiles_ns == {} and "94,672,326,493,023 read samples" in view.problem and "json+ has 500" in view.problem
+    text = (FIXTURES / "client-randrw-jsonplus-3.33.json").read_text()
+    reads = json.loads(text[text.index("\n{") + 1:])["client_stats"][0]["read"]["total_ios"]
+    healthy = fleet.hist_logs([path], {}, "read", reads)
+    assert healthy.problem is None and healthy.percentiles_ns["p50"] is not None

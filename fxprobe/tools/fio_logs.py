@@ -47,6 +47,7 @@ BLOCK_ROWS = 500_000            # lines per block of a bw/IOPS log (~19 MiB of t
 BLOCK_BYTES = 16 << 20          # text per block of a hist log: ~3,000 lines of 1,859 fields
 LIMIT = 2.0**62                 # larger magnitudes are not fio's numbers (and lose int64 exactness)
 HIST_SIZES = {PLAT_NR >> c: c for c in range(0, 7)}   # bins per line -> log_hist_coarseness
+DDIR_NAMES = {0: "read", 1: "write", 2: "trim"}
 
 LogSource = str | os.PathLike | bytes     # a file (str or path), or the log's content (bytes)
 
@@ -331,6 +332,28 @@ def iter_hist_blocks(log: LogSource, source: str | None = None, *,
             yield block
 
 
+def _client_tail(name: str, ddir: int, tail: tuple[np.ndarray, np.ndarray] | None, rows: np.ndarray,
+                 numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The last two lines (and their line numbers) of one direction of a client-side hist log, after
+    checking that the job's histogram the lines stand for (line i + line i-1, see the module's note)
+    never falls in any bin: a histogram that does is not the job's (fio has written impossible bin
+    counts into hist logs, axboe/fio#827; one seen here came back from a server holding 9.5e13 samples
+    where the job's json+ had 437), so the log is refused rather than merged."""
+    if tail is not None:
+        rows, numbers = np.concatenate([tail[0], rows]), np.concatenate([tail[1], numbers])
+    if len(rows) >= 3:
+        cumulative = rows[1:] + rows[:-1]
+        falls = np.argwhere(np.diff(cumulative, axis=0) < 0)
+        if len(falls):
+            at, b = int(falls[0][0]) + 1, int(falls[0][1])
+            raise ParseError(name, "bins", f"lines {int(numbers[at - 1])} and {int(numbers[at + 1])} ({DDIR_NAMES.get(ddir, ddir)}): "
+                             f"bin {b} holds {int(rows[at - 1][b]):,} then {int(rows[at + 1][b]):,}, so the job's "
+                             f"histogram falls from {int(cumulative[at - 1][b]):,} to {int(cumulative[at][b]):,} "
+                             "samples: not a consistent histogram log (fio wrote impossible counts); its percentiles "
+                             "are not used")
+    return rows[-2:], numbers[-2:]
+
+
 def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES,
                     fio_client: bool = False) -> FleetHistogram:
     """Sum the latency histograms of many hosts' hist logs bin by bin, block by block.
@@ -354,7 +377,8 @@ def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES
             raise ParseError(name, "bins", f"{width - prefix} bins per line (log_hist_coarseness {coarseness}); "
                              f"{layout[2]} has {layout[0]} (coarseness {layout[1]}): cannot merge bin by bin")
         hosts.append(name)
-        tails: dict[int, np.ndarray] = {}      # fio_client: each direction's last two lines so far
+        tails: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # fio_client: each direction's last two lines
+        lines_before = 0
         for block in iter_hist_blocks(log, name, block_bytes=block_bytes):
             if block.shape[1] != width:
                 raise ParseError(name, "bins", f"{block.shape[1]} fields per line after {width} on the first")
@@ -366,11 +390,13 @@ def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES
             for d in present:
                 rows = bins if len(present) == 1 else bins[ddirs == d]
                 if fio_client:
-                    tails[d] = np.concatenate([tails[d], rows[-2:]])[-2:] if d in tails else rows[-2:]
+                    numbers = lines_before + 1 + np.flatnonzero(ddirs == d)
+                    tails[d] = _client_tail(name, d, tails.get(d), rows, numbers)
                     continue
                 total = rows.sum(axis=0)
                 counts[d] = counts[d] + total if d in counts else total
-        for d, rows in tails.items():
+            lines_before += len(ddirs)
+        for d, (rows, _) in tails.items():
             total = rows.sum(axis=0)
             counts[d] = counts[d] + total if d in counts else total
     if layout is None:

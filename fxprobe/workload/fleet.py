@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from fxprobe.core.data import AsDict
+from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio, fio_logs
 
 HIST_PERCENTILES = (50.0, 99.0, 99.9)
@@ -98,7 +99,8 @@ def stragglers(logs: Mapping[str, list[Path]], log_msec: int) -> Stragglers | No
 
 @dataclass(frozen=True)
 class HistLogs(AsDict):
-    """The fleet's latency from the raw clat_hist logs of every node and repeat, merged bin by bin."""
+    """The fleet's latency from the raw clat_hist logs of every node and repeat, merged bin by bin;
+    ``problem`` says why they were not used (then there are no percentiles)."""
 
     files: int
     nodes: tuple[str, ...]
@@ -107,8 +109,11 @@ class HistLogs(AsDict):
     json_samples: int                 # the same run's json+ samples, for comparison (the logs miss each job's tail)
     coarseness: int
     percentiles_ns: dict
+    problem: str | None = None
 
     def line(self) -> str:
+        if self.problem:
+            return f"latency from the raw clat_hist logs of {len(self.nodes)} nodes: NOT USED: {self.problem}"
         shares = f"{self.samples / self.json_samples * 100:.1f} %" if self.json_samples else "-"
         return (f"latency from the raw clat_hist logs of {len(self.nodes)} nodes ({self.files} files, "
                 f"{self.samples:,} samples = {shares} of json+'s): "
@@ -118,14 +123,24 @@ class HistLogs(AsDict):
 def hist_logs(logs: Sequence[Path], labels: Mapping[str, str], direction: str, json_samples: int,
               fio_client: bool = True) -> HistLogs | None:
     """Merge every hist log (all nodes, all repeats) for ``direction``; None when there are none.
-    ``fio_client``: the logs came back through fio's client (every multi-node run)."""
+    ``fio_client``: the logs came back through fio's client (every multi-node run). Logs that are not
+    a consistent histogram, or that hold more samples than the run's json+ (they can only hold
+    fewer), are reported with the reason and give no percentiles."""
     if not logs:
         return None
-    merged = fio_logs.merge_hist_logs(logs, fio_client=fio_client)
+    nodes = tuple(by_node(logs, labels))
+    try:
+        merged = fio_logs.merge_hist_logs(logs, fio_client=fio_client)
+    except ParseError as exc:
+        return HistLogs(len(logs), nodes, 0, 0, json_samples, 0, {}, str(exc))
     ddir = DDIR[direction]
+    samples = merged.samples(ddir)
+    if samples > json_samples:
+        return HistLogs(len(logs), nodes, merged.windows, samples, json_samples, merged.coarseness, {},
+                        f"they hold {samples:,} {direction} samples where the run's json+ has {json_samples:,} "
+                        "(a log can only miss I/O, never add it): fio wrote impossible counts")
     percentiles = {f"p{p:g}": merged.percentile(p, ddir) for p in HIST_PERCENTILES}
-    return HistLogs(len(logs), tuple(by_node(logs, labels)), merged.windows, merged.samples(ddir), json_samples,
-                    merged.coarseness, percentiles)
+    return HistLogs(len(logs), nodes, merged.windows, samples, json_samples, merged.coarseness, percentiles)
 
 
 @dataclass(frozen=True)
