@@ -25,8 +25,11 @@ def spec(name: str):
                    hosts=2, links=2, transport="tcp", drive_mb=SESSION_DRIVE_MB)
 
 
-def up(name: str, runner=None, progress=lambda text: print(f"[lab {name}] {text}", file=sys.stderr, flush=True)):
+def up(name: str, runner=None, progress=None):
+    """Boot the session lab ``name``; ``progress`` gets each step (default: a line on stderr)."""
     from fxprobe.lab.vm import Lab
+    if progress is None:
+        progress = lambda text: print(f"[lab {name}] {text}", file=sys.stderr, flush=True)   # noqa: E731
     return Lab.up(spec(name), runner, progress=progress)
 
 
