@@ -104,6 +104,7 @@ def test_drive_pull_raid6_is_invisible(lab, tmp_path):
     assert lab.drive(0).present and lab.drive(0).serial in serials
 
 
+@pytest.mark.lab_parallel   # judges no time: a load outliving its plan by 10 min is hung at any load
 def test_a_load_still_running_at_its_limit_is_declared_hung_stopped_and_visible(lab, tmp_path, monkeypatch):
     """The hung-load path (faults.overrun) on a real fio in the guest. A load that never ends cannot be
     planted cheaply, so the load is made to outlive its plan instead: its fio runtime is 10 min longer
@@ -132,6 +133,7 @@ def test_a_load_still_running_at_its_limit_is_declared_hung_stopped_and_visible(
     assert lab.drive(0).present and not (tmp_path / "fault-journal.json").exists()
 
 
+@pytest.mark.lab_parallel   # takes either verdict: the flaps, the timeline and the restore are checked
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
     # 5 flap periods (the shipped scenario flaps for a minute; the suite's half-minute shows the same)
     scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 30,
@@ -149,6 +151,7 @@ def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
     assert all(link.up for link in lab.state.links)
 
 
+@pytest.mark.lab_parallel   # judges no time: exit 130 and the restore
 def test_ctrl_c_mid_drive_pull_restores_before_exit(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 40,
                                                              "recover_s": 4}, load={"region": "2M"})

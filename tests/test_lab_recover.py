@@ -93,6 +93,7 @@ def main_namespace(lab) -> tuple[str, str]:
 SOAK_S = 60
 
 
+@pytest.mark.lab_parallel   # judges no time: states, records and covered seconds from fio's own reports
 def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
     from fxprobe.core.runner import Runner
     device, serial = main_namespace(lab)
