@@ -123,7 +123,27 @@ def test_sampling_loop_output_becomes_local_samples():
     assert [t for t, _ in host] == [1000.0, 1001.0]            # the cut-off last block is dropped
     samples = timeline.merge_node_samples(host, array, "nqn.2026-12.io.fxprobe:t:array", host_offset=-0.5,
                                           array_offset=0.0)
-    assert [s.t for s in samples] == [1000.5, 1001.5]
+    assert [s.t for s in samples] == [1000.5, 1000.8, 1001.5]     # from the host's first block on, both loops'
     assert samples[0].paths == {"nvme0": "live", "nvme1": "connecting"}
     assert samples[0].md == {"md127": "raid6 [6/5] [_UUUUU]"}
-    assert samples[1].md == {"md127": "raid6 [6/6] [UUUUUU]"} and samples[1].paths["nvme1"] == "live"
+    assert samples[1].md == {"md127": "raid6 [6/6] [UUUUUU]"} and samples[1].paths == samples[0].paths
+    assert samples[2].md == samples[1].md and samples[2].paths["nvme1"] == "live"
+
+
+def test_md_clean_after_the_host_s_last_block_is_a_sample_of_its_own():
+    """A bench run (drive-pull-two, 06205fd): the array printed [20/20] at 799.05 (local), the host's last complete
+    block was 798.93 - merged onto host blocks only, md was never clean before the load stopped at 800.68, and the
+    rebuild said 'not finished' although the run had stopped the load because md was clean."""
+    host_text = f"T 798.817\n{HOST_VIEW}T 800.033\nsubsys nvme-su"
+    array_text = (f"T 797.0\n{ARRAY_VIEW}T 798.444\n{ARRAY_VIEW.replace('[6/5] [_UUUUU]', '[6/6] [UUUUUU]')}"
+                  f"T 799.618\n")
+    host = labprep.parse_sampling(host_text, labprep.parse_host_view)
+    array = labprep.parse_sampling(array_text, labprep.parse_array_view)
+    samples = timeline.merge_node_samples(host, array, "nqn.2026-12.io.fxprobe:t:array", host_offset=-0.113,
+                                          array_offset=-0.609)
+    assert [round(s.t, 3) for s in samples] == [798.93, 799.053]
+    assert samples[-1].md == {"md127": "raid6 [6/6] [UUUUUU]"} and samples[-1].paths == samples[0].paths
+    from fxprobe.faults import rebuild
+    seen = rebuild.observe([{"t_ms": round(s.t * 1000), "md": s.md} for s in samples], inject_ms=790_000,
+                           restore_ms=795_000, load_end_ms=800_677, bound_s=300, measure=lambda a, b: (1,) * 7)
+    assert seen.finished and seen.restore_to_clean_s == 4.053 and seen.rebuild_s == 0.0, seen

@@ -29,19 +29,23 @@ class Sample(AsDict):
 
 def merge_node_samples(host: list[tuple[float, list]], array: list[tuple[float, dict]], nqn: str | None,
                        host_offset: float, array_offset: float) -> list[Sample]:
-    """Samples (local clock) from in-guest sampling loops: path states from the load host, each
-    joined with the latest md state the array had printed by then."""
-    md_by_time = sorted((t - array_offset, {m["name"]: md_text(m) for m in view["md"]}) for t, view in array)
-    out = []
-    for t, subsystems in sorted(host, key=lambda item: item[0]):
-        local = t - host_offset
-        paths = {p["controller"]: p["state"] for sub in subsystems if nqn is None or sub["nqn"] == nqn
-                 for p in sub["paths"]}
-        md = {}
-        for when, state in md_by_time:
-            if when <= local:
-                md = state
-        out.append(Sample(local, paths, md))
+    """Samples (local clock) from in-guest sampling loops, one per block of either loop from the load host's
+    first on: the path states the host and the md state the array had printed by then. An array block between
+    two host blocks (or after the last) is a sample of its own: md clean again a moment after the host's last
+    block is seen (a rebuild that ended just before the load was stopped)."""
+    points = sorted([(t - host_offset, 0, {p["controller"]: p["state"] for sub in subsystems
+                                           if nqn is None or sub["nqn"] == nqn for p in sub["paths"]})
+                     for t, subsystems in host] +
+                    [(t - array_offset, 1, {m["name"]: md_text(m) for m in view["md"]}) for t, view in array],
+                    key=lambda point: (point[0], point[1]))
+    out, paths, md = [], None, {}
+    for local, source, state in points:
+        if source == 0:
+            paths = state
+        else:
+            md = state
+        if paths is not None:
+            out.append(Sample(local, paths, md))
     return out
 
 
