@@ -18,6 +18,7 @@ from fxprobe.faults.scenario import SCENARIO_DIR
 pytestmark = pytest.mark.lab
 
 
+@pytest.mark.lab_parallel   # judges no time: one trial gives a row and restores the paths, whatever it measured
 def test_one_trial_gives_a_row_a_trial_folder_and_restores_the_paths(lab, tmp_path):
     data = tomllib.loads((SCENARIO_DIR / "link-down.toml").read_text())
     data["timing"].update({"steady_s": 4, "settle_s": 1, "fault_s": 12, "recover_s": 3})
