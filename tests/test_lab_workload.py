@@ -111,6 +111,8 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
         view = repeat["stragglers"]       # when the first and the last node finished, the aggregate until each
         assert sorted(s["node"] for s in view["spans"]) == ["host1", "host2"]
         assert 0 < view["first_finished_s"] <= view["last_finished_s"] and view["first_aggregate_bps"] > 0
+        assert sum(s["bytes"] for s in view["spans"]) == repeat["io_bytes"]
+        assert all(0 <= s["logged_ios"] <= s["ios"] for s in view["spans"])     # hist windows never overcount
     assert sorted(wl["node_figures"]) == ["host1", "host2"]
     assert all(f["samples"] > 0 and f["p50_ns"] <= f["p99_ns"] for f in wl["node_figures"].values())
     # the merged p50/p99 of the raw clat_hist logs both guests sent back equal an independent merge of them

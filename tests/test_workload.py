@@ -214,4 +214,5 @@ def test_two_nodes_through_fio_client_server(tmp_path):
         view = repeat.stragglers
         assert {s.node for s in view.spans} == set(result.per_node_bw)
         assert view.first_finished_s <= view.last_finished_s and view.first_aggregate_bps > 0
+        assert sum(s.bytes for s in view.spans) == repeat.io_bytes and all(s.logged_ios <= s.ios for s in view.spans)
     assert "first node finished:" in "\n".join(result.lines())

@@ -7,14 +7,33 @@ from pathlib import Path
 
 import pytest
 
-from fxprobe.tools import fio
+from fxprobe.tools import fio, fio_logs
 from fxprobe.workload import fleet
 
 T0 = 1_764_000_000_000
 
 
-def bw_log(path: Path, start_ms: int, kib_per_s: list[int], log_msec: int = 250) -> Path:
-    path.write_text("".join(f"{start_ms + (i + 1) * log_msec}, {v}, 0, 4194304, 0\n" for i, v in enumerate(kib_per_s)))
+MIB = 1 << 20
+
+
+def bw_log(path: Path, stamps: list[int]) -> Path:
+    path.write_text("".join(f"{T0 + t}, 1000, 0, {MIB}, 0\n" for t in stamps))
+    return path
+
+
+def client_hist_log(path: Path, stamps: list[int], own: list[int]) -> Path:
+    """A hist log as fio's client writes it for a server: D(i) = C(i) - D(i-1) of the cumulative counts C
+    (one bin used: 1 ms)."""
+    lines, cumulative, before = [], 0, 0
+    column = fio.bin_index_ns(1_000_000)
+    for t, count in zip(stamps, own):
+        cumulative += count
+        differenced = cumulative - before
+        before = differenced
+        bins = [0] * fio.PLAT_NR
+        bins[column] = differenced
+        lines.append(", ".join(map(str, [T0 + t, 0, MIB] + bins)))
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 
@@ -26,25 +45,36 @@ def test_a_log_belongs_to_the_node_whose_address_fio_appended(tmp_path):
 
 
 def test_the_straggler_view_is_the_aggregate_until_the_first_and_the_last_node_finished(tmp_path):
-    # host1: 4 windows of 250 ms from T0 (1000 KiB/s each, two jobs); host2 starts 500 ms later, runs 8 windows
-    logs = {"host1": [bw_log(tmp_path / "a_bw.1.log.A", T0, [1000] * 4), bw_log(tmp_path / "a_bw.2.log.A", T0, [1000] * 4)],
-            "host2": [bw_log(tmp_path / "a_bw.1.log.B", T0 + 500, [2000] * 8)]}
-    view = fleet.stragglers(logs, 250)
-    assert view.start_skew_s == 0.5 and (view.first_node, view.last_node) == ("host1", "host2")
-    assert (view.first_finished_s, view.last_finished_s) == (1.0, 2.5)
-    window = 1024 * 0.25
-    # until host1 finished (1.0 s): host1 8 windows x 1000 KiB/s, host2 its first 2 windows x 2000 KiB/s
-    assert view.first_aggregate_bps == pytest.approx((8 * 1000 + 2 * 2000) * window / 1.0)
-    assert view.last_aggregate_bps == pytest.approx((8 * 1000 + 8 * 2000) * window / 2.5)
+    # host1: 4 windows of 2 I/Os (1 MiB each) to 1000 ms, one more I/O after its last window, runtime 1000 ms;
+    # host2: 8 windows of 1 I/O from 750 to 2500 ms, runtime 2000 ms
+    hist = {"host1": [client_hist_log(tmp_path / "a_clat_hist.1.log.A", [250, 500, 750, 1000], [2, 2, 2, 2])],
+            "host2": [client_hist_log(tmp_path / "a_clat_hist.1.log.B", list(range(750, 2501, 250)), [1] * 8)]}
+    bw = {"host1": [bw_log(tmp_path / "a_bw.1.log.A", [260, 1010])], "host2": [bw_log(tmp_path / "a_bw.1.log.B", [2500])]}
+    io = {"host1": fleet.NodeIO(9 * MIB, 9, 1000), "host2": fleet.NodeIO(8 * MIB, 8, 2000)}
+    view = fleet.stragglers(io, hist, bw)
     spans = {s.node: s for s in view.spans}
-    assert spans["host2"].started_ms == T0 + 500 and spans["host2"].finished_ms == T0 + 2500
+    assert (spans["host1"].started_ms, spans["host1"].finished_ms) == (T0 + 10, T0 + 1010)
+    assert (spans["host1"].logged_ios, spans["host2"].logged_ios) == (8, 8)
+    assert view.start_skew_s == 0.49 and (view.first_node, view.last_node) == ("host1", "host2")
+    assert (view.first_finished_s, view.last_finished_s) == (1.0, 2.49)
+    # until host1 finished: its 9 MiB (8 in windows, 1 after them) and host2's windows at 750 and 1000 ms
+    assert view.first_aggregate_bps == pytest.approx(11 * MIB / 1.0)
+    assert view.last_aggregate_bps == pytest.approx(17 * MIB / 2.49)
     assert "first node finished: host1 at 1.00 s" in view.line()
 
 
-def test_one_node_or_nodes_without_samples_give_no_straggler_view(tmp_path):
-    empty = tmp_path / "e_bw.1.log.B"
-    empty.write_text("")
-    assert fleet.stragglers({"host1": [bw_log(tmp_path / "a_bw.1.log.A", T0, [5])], "host2": [empty]}, 250) is None
+def test_a_client_hist_log_counts_each_window_as_its_own(tmp_path):
+    log = client_hist_log(tmp_path / "x_clat_hist.1.log.A", [250, 500, 750, 1000, 1250], [3, 1, 4, 1, 5])
+    windows = fio_logs.hist_window_counts(log, fio_client=True, block_bytes=8 << 10)     # several blocks
+    assert windows.completions.tolist() == [3, 1, 4, 1, 5]
+    assert fio_logs.merge_hist_logs([log], fio_client=True).samples(0) == 14
+
+
+def test_one_node_or_nodes_without_logs_give_no_straggler_view(tmp_path):
+    io = {"host1": fleet.NodeIO(MIB, 1, 100), "host2": fleet.NodeIO(MIB, 1, 100)}
+    only = {"host1": [bw_log(tmp_path / "a_bw.1.log.A", [100])]}
+    assert fleet.stragglers(io, {}, only) is None
+    assert fleet.stragglers({"host1": io["host1"]}, {}, only) is None
 
 
 def test_node_figures_merge_each_node_s_bins_over_repeats():

@@ -402,3 +402,39 @@ def merge_hist_logs(logs: Iterable[LogSource], *, block_bytes: int = BLOCK_BYTES
     if layout is None:
         return FleetHistogram(0, (), {}, 0, ())
     return FleetHistogram(layout[1], tuple(hist_bin_values_ns(layout[0], layout[1])), counts, windows, tuple(hosts))
+
+
+@dataclass(frozen=True)
+class HistWindows:
+    """Each line of one hist log as a window of its own: its time (epoch ms with log_unix_epoch), direction,
+    and the completions counted in it (a client-written log's D(i) - D(i-2) of its direction)."""
+
+    time_ms: np.ndarray
+    ddir: np.ndarray
+    completions: np.ndarray
+
+
+def hist_window_counts(log: LogSource, *, fio_client: bool = False, block_bytes: int = BLOCK_BYTES) -> HistWindows:
+    """The completions of every window of a hist log, streamed block by block (only line totals are kept)."""
+    name = _name(log, None)
+    width = field_count(log, name)
+    if not width:
+        empty = np.zeros(0, dtype=np.int64)
+        return HistWindows(empty, empty, empty)
+    prefix, _ = hist_layout(width, name)
+    times, ddirs, counts = [], [], []
+    before: dict[int, np.ndarray] = {}        # fio_client: each direction's last two line totals D(i-2), D(i-1)
+    for block in iter_hist_blocks(log, name, block_bytes=block_bytes):
+        totals = block[:, prefix:].sum(axis=1)
+        if fio_client:
+            own = np.empty_like(totals)
+            for d in np.unique(block[:, 1]).tolist():
+                rows = block[:, 1] == d
+                chain = np.concatenate([before.get(d, np.zeros(2, dtype=np.int64)), totals[rows]])
+                own[rows] = chain[2:] - chain[:-2]
+                before[d] = chain[-2:]
+            totals = own
+        times.append(block[:, 0])
+        ddirs.append(block[:, 1])
+        counts.append(totals)
+    return HistWindows(np.concatenate(times), np.concatenate(ddirs), np.concatenate(counts))

@@ -12,10 +12,11 @@ by that suffix; a run without client/server has one node and no suffix.
   third party re-merges them from the raw files. fio writes a hist line when an I/O completes at least
   ``log_hist_msec`` after the last line: the I/O after a job's last line is in json+ but not in the
   logs, so the samples are counted beside json+'s.
-- ``stragglers``: when the first and when the last node finished (their last bandwidth log window),
-  and the aggregate bandwidth of all nodes from the earliest start until each of those moments:
-  the first is what the fleet delivered while every node was still reading, the second what the
-  run delivered over its whole span, the straggler's tail included.
+- ``stragglers``: when the first and when the last node finished (their logs' last stamp; each started
+  its fio runtime before), and the aggregate bandwidth of all nodes from the earliest start until each
+  of those moments: the first is what the fleet delivered while every node was still reading, the
+  second what the run delivered over its whole span, the straggler's tail included. fio's own total
+  adds up each job's rate as if every node had run at once.
 """
 
 from __future__ import annotations
@@ -46,20 +47,30 @@ def by_node(logs: Sequence[Path], labels: Mapping[str, str]) -> dict[str, list[P
 
 
 @dataclass(frozen=True)
+class NodeIO(AsDict):
+    """One node's totals in one repeat, from fio's json: bytes, I/Os, and its longest job's runtime."""
+
+    io_bytes: int
+    ios: int
+    runtime_ms: int
+
+
+@dataclass(frozen=True)
 class NodeSpan(AsDict):
-    """One node's part of a repeat, from its bandwidth log windows (epoch ms)."""
+    """One node's part of a repeat (epoch ms): it finished at its logs' last stamp and started its runtime before."""
 
     node: str
-    started_ms: int          # start of its first window
-    finished_ms: int         # end of its last window
-    bytes: float             # read or written in its windows
+    started_ms: int
+    finished_ms: int
+    bytes: int                # fio's json
+    ios: int
+    logged_ios: int           # of those, counted in its hist-log windows (the rest completed after the last one)
 
 
 @dataclass(frozen=True)
 class Stragglers(AsDict):
     """When the first and the last node finished, and the fleet's aggregate bandwidth until each."""
 
-    log_msec: int
     spans: tuple[NodeSpan, ...]
     start_skew_s: float               # latest start - earliest start
     first_node: str
@@ -76,25 +87,49 @@ class Stragglers(AsDict):
                 f"(starts {self.start_skew_s:.2f} s apart)")
 
 
-def stragglers(logs: Mapping[str, list[Path]], log_msec: int) -> Stragglers | None:
-    """The straggler view of one repeat from each node's bandwidth logs (None for fewer than 2 nodes
-    with samples). A window's bytes are its logged rate x ``log_msec``: each figure is exact to one
-    window per node."""
-    series = {node: fio_logs.fleet_series(files, log_msec).pairs() for node, files in logs.items()}
-    series = {node: pairs for node, pairs in series.items() if pairs}
-    if len(series) < 2:
+def _last_stamp(logs: Sequence[Path]) -> int | None:
+    stamps = [host.last_ms for host in fio_logs.fleet_series(logs, 1000).hosts if host.last_ms is not None] if logs else []
+    return max(stamps) if stamps else None
+
+
+def _node_events(node: str, io: NodeIO, hist: Sequence[Path], bw: Sequence[Path], ddir: int,
+                 fio_client: bool) -> tuple[NodeSpan, list[tuple[int, float]]] | None:
+    """A node's span and its bytes in time: each hist-log window's completions x bytes per I/O, and the I/O
+    after its last window at the node's end (its last bw or hist stamp); None when no log placed it in time."""
+    per_io = io.io_bytes / io.ios if io.ios else 0.0
+    events: list[tuple[int, float]] = []
+    for log in hist:
+        windows = fio_logs.hist_window_counts(log, fio_client=fio_client)
+        keep = windows.ddir == ddir
+        events += [(int(t), int(c) * per_io) for t, c in zip(windows.time_ms[keep], windows.completions[keep])]
+    stamps = [t for t, _ in events] + ([last] if (last := _last_stamp(bw)) is not None else [])
+    if not stamps:
         return None
-    window_s = log_msec / 1000
-    spans = tuple(NodeSpan(node, pairs[0][0] - log_msec, pairs[-1][0], sum(v for _, v in pairs) * window_s)
-                  for node, pairs in series.items())
+    end = max(stamps)
+    logged = round(sum(b for _, b in events) / per_io) if per_io else 0
+    events.append((end, max(io.ios - logged, 0) * per_io))
+    return NodeSpan(node, end - io.runtime_ms, end, io.io_bytes, io.ios, logged), events
+
+
+def stragglers(io: Mapping[str, NodeIO], hist: Mapping[str, list[Path]], bw: Mapping[str, list[Path]],
+               direction: str = "read", fio_client: bool = True) -> Stragglers | None:
+    """The straggler view of one repeat (None for fewer than 2 nodes placed in time). Bytes are fio's (json);
+    when they moved comes from the hist logs, whose windows count every completion (exact to one window:
+    fio's bw-log averages are not, on a guest whose logging thread runs late)."""
+    placed = [r for node in sorted(io) if (r := _node_events(node, io[node], hist.get(node, []), bw.get(node, []),
+                                                             DDIR[direction], fio_client))]
+    if len(placed) < 2:
+        return None
+    spans = tuple(span for span, _ in placed)
     start = min(s.started_ms for s in spans)
     first = min(spans, key=lambda s: (s.finished_ms, s.node))
     last = max(spans, key=lambda s: (s.finished_ms, s.node))
-    until_first = sum(v for pairs in series.values() for t, v in pairs if t <= first.finished_ms) * window_s
+    until_first = sum(b for _, events in placed for t, b in events if t <= first.finished_ms)
     total = sum(s.bytes for s in spans)
-    return Stragglers(log_msec, spans, (max(s.started_ms for s in spans) - start) / 1000,
-                      first.node, (first.finished_ms - start) / 1000, until_first / (first.finished_ms - start) * 1000,
-                      last.node, (last.finished_ms - start) / 1000, total / (last.finished_ms - start) * 1000)
+    return Stragglers(spans, (max(s.started_ms for s in spans) - start) / 1000,
+                      first.node, (first.finished_ms - start) / 1000,
+                      until_first / max(first.finished_ms - start, 1) * 1000,
+                      last.node, (last.finished_ms - start) / 1000, total / max(last.finished_ms - start, 1) * 1000)
 
 
 @dataclass(frozen=True)

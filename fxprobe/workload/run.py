@@ -546,6 +546,7 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
     per_node: dict[str, float] = {}
     per_node_iops: dict[str, float] = {}
     node_bins: dict[str, dict] = {}
+    node_io: dict[str, fleet.NodeIO] = {}
     for j in result.jobs:
         stats = j.direction(direction)
         if stats is not None:
@@ -553,6 +554,9 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
             per_node[key] = per_node.get(key, 0.0) + stats.bw_bytes
             per_node_iops[key] = per_node_iops.get(key, 0.0) + stats.iops
             node_bins[key] = fio.merge_bins(node_bins.get(key, {}), stats.clat.bins)
+            had = node_io.get(key, fleet.NodeIO(0, 0, 0))
+            node_io[key] = fleet.NodeIO(had.io_bytes + stats.io_bytes, had.ios + stats.total_ios,
+                                        max(had.runtime_ms, stats.runtime_ms))
     bw_logs = _job_logs(workdir, f"{prefix}_bw")
     series = fio_logs.fleet_series(bw_logs, log_msec).pairs()
     iops_series = fio_logs.fleet_series(_job_logs(workdir, f"{prefix}_iops"), log_msec, factor=1).pairs()
@@ -565,7 +569,8 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         percentiles_ns={p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}, series=series,
         iops_series=iops_series,
         job_file=str(job), cache=cache, bins=bins, per_node_iops=per_node_iops, node_bins=node_bins,
-        stragglers=fleet.stragglers(fleet.by_node(bw_logs, _log_labels(nodes)), log_msec) if len(nodes) > 1 else None)
+        stragglers=fleet.stragglers(node_io, fleet.by_node(_job_logs(workdir, f"{prefix}_clat_hist"), _log_labels(nodes)),
+                                    fleet.by_node(bw_logs, _log_labels(nodes)), direction) if len(nodes) > 1 else None)
 
 
 def _log_labels(nodes: Sequence[Node]) -> dict[str, str]:
