@@ -14,7 +14,7 @@ from fxprobe.cli.main import main
 from fxprobe.core.errors import BadInput, EXIT_NOT_RUN, EXIT_USAGE
 from fxprobe.lab.initramfs import CpioEntry, write_cpio
 from fxprobe.lab.kernel import parse_image_package
-from fxprobe.lab.qemu import MAX_DRIVES, Drive, GuestConfig, Nic, guest_argv
+from fxprobe.lab.qemu import MAX_DRIVES, TCG_TB_MB, Drive, GuestConfig, Nic, guest_argv
 from fxprobe.lab.kernel import LabKernel
 from fxprobe.lab.spec import LabSpec, drive_serial, hosts_file, link_plan
 from fxprobe.lab.vm import choose_ports, listening_ports, parse_path_lines
@@ -92,6 +92,22 @@ def test_guest_argv_is_loopback_only_and_drives_hotpluggable(tmp_path):
     assert f"unix:{tmp_path}/array/qmp.sock,server=on,wait=off" in text
     assert "nvme,id=drive1,drive=nv1,serial=SER1,bus=pci.0,addr=0x4" in text
     assert "tcg,thread=multi" in text and "readonly=on" in text
+
+
+def test_an_array_guest_of_8_hosts_on_2_links_has_a_bridge_slot_for_every_device(tmp_path):
+    """16 data NICs, the management NIC and the three 9p shares on one bridge, each in its own slot (the
+    shares sat at 0x10-0x12, where the 15th and 16th data NICs go)."""
+    kernel = LabKernel("6.1.0-x", "linux-image-6.1.0-x", tmp_path)
+    nics = tuple(Nic(f"l{n}h{h}", f"52:54:00:{n:02x}:{h:02x}:01", f"10.{n}.{h}.1", listen=4000 + 10 * n + h)
+                 for h in range(1, 9) for n in (1, 2))
+    guest = GuestConfig("array", tmp_path / "array", 2222, "52:54:00:00:00:00", 1408, 1, nics)
+    argv = guest_argv(guest, kernel, tmp_path / "initrd", tmp_path / "stage2.sh", "tcg")
+    slots = [part.split("addr=")[1].split(",")[0] for part in argv if "bus=nics" in part]
+    assert len(slots) == 16 + 1 + 3 and len(set(slots)) == len(slots)
+    assert all(int(slot, 16) < 32 for slot in slots)
+    assert f"tcg,thread=multi,tb-size={TCG_TB_MB}" in argv
+    with pytest.raises(ValueError, match="NIC bridge holds"):
+        guest_argv(GuestConfig("array", tmp_path, 2222, "m", 1408, 1, nics * 2), kernel, tmp_path, tmp_path, "tcg")
 
 
 def test_drive_device_args_are_the_same_at_boot_and_restore():

@@ -21,7 +21,7 @@ from pathlib import Path
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
-from fxprobe.lab.qemu import ARRAY_MEMORY_MB, MAX_DRIVES, GuestConfig, _alive, guest_argv
+from fxprobe.lab.qemu import ARRAY_MEMORY_MB, BOOTED, MAX_DRIVES, GuestConfig, _alive, guest_argv
 from fxprobe.lab.spec import host_identity
 from fxprobe.lab.state import DriveState, GuestState
 from fxprobe.tools.qmp import Qmp
@@ -86,6 +86,7 @@ def add_array(lab, name: str, drives: int, progress=lambda text: None) -> GuestS
     argv = guest_argv(config, kernel, ensure_initramfs(lab.runner, kernel), guest_file("stage2.sh"), state.accel)
     progress(f"guests: starting {name} ({drives} drives, {state.accel})")
     started = time.monotonic()
+    (share / BOOTED).unlink(missing_ok=True)
     child = lab.runner.start(argv, label=f"qemu-{name}", stdout_path=share / "qemu.out",
                              stderr_path=share / "qemu.err")
     guest.pid, guest.memory_mb, guest.argv = child.pid, config.memory_mb, argv
@@ -95,8 +96,7 @@ def add_array(lab, name: str, drives: int, progress=lambda text: None) -> GuestS
         if not _alive(child.pid):
             err = (share / "qemu.err").read_text(errors="replace").strip().splitlines() or ["(no message)"]
             raise ToolError(f"QEMU for guest {name} exited: {err[-1]}")
-        if lab.runner.run(["test", "-e", "/run/fxlab-ready"], timeout=20, host=lab.guest(name),
-                          label=f"ready-{name}").ok:
+        if lab.booted(name) and lab.answers(name):
             break
         if time.monotonic() > deadline:
             raise ToolError(f"guest {name} not ready within 300 s", hint=f"see {share}/console.log")

@@ -23,6 +23,15 @@ def qemu_binary() -> str:
 
 FIRST_DRIVE_SLOT = 3     # PCI slot of drive 0 on the root bus (0: host bridge, 1: ISA, 2: NIC bridge)
 MAX_DRIVES = 28          # root-bus slots 3..30: every drive is hot-pluggable there
+# Slots on the NIC bridge: 1 the management NIC, 2.. the data NICs (an array guest of 8 hosts x 2 links has 16),
+# the three 9p shares at the top, clear of them.
+FIRST_DATA_NIC_SLOT = 2
+FIRST_SHARE_SLOT = 0x1c
+MAX_DATA_NICS = FIRST_SHARE_SLOT - FIRST_DATA_NIC_SLOT
+# QEMU gives each TCG guest a translation cache of up to 1 GiB of host memory by default; nine guests (an array
+# and 8 hosts) on a 24 GiB machine cannot all have that, and a guest's kernel, sshd, fio and Python fit in less.
+TCG_TB_MB = 256
+BOOTED = "booted"        # a guest's stage 2 writes this file on its share once sshd is up and udev has settled
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,10 @@ def device_option(args: dict) -> str:
 
 def guest_argv(guest: GuestConfig, kernel: LabKernel, initramfs: Path, stage2: Path,
                accel: str) -> list[str]:
+    if len(guest.nics) > MAX_DATA_NICS:
+        raise ValueError(f"guest {guest.name}: {len(guest.nics)} data NICs, the NIC bridge holds {MAX_DATA_NICS}")
     accel_args = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else \
-        ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        ["-accel", f"tcg,thread=multi,tb-size={TCG_TB_MB}", "-cpu", "max"]
     append = ("console=ttyS0 loglevel=4 panic=-1 net.ifnames=0 nvme_core.multipath=Y "
               f"fxlab.stage2={stage2}")
     argv = [qemu_binary(), "-name", f"fxlab-{guest.name}", "-machine", "pc", *accel_args,
@@ -95,10 +106,10 @@ def guest_argv(guest: GuestConfig, kernel: LabKernel, initramfs: Path, stage2: P
               ("fxlab", str(guest.folder), ""))
     for index, (tag, path, extra) in enumerate(shares):
         argv += ["-fsdev", f"local,id=fs-{tag},path={path},security_model=passthrough{extra}",
-                 "-device", f"virtio-9p-pci,fsdev=fs-{tag},mount_tag={tag},bus=nics,addr={hex(0x10 + index)}"]
+                 "-device", f"virtio-9p-pci,fsdev=fs-{tag},mount_tag={tag},bus=nics,addr={hex(FIRST_SHARE_SLOT + index)}"]
     argv += ["-netdev", f"user,id=mgmt,net=10.0.2.0/24,restrict=on,hostfwd=tcp:127.0.0.1:{guest.ssh_port}-:22",
             "-device", f"virtio-net-pci,netdev=mgmt,id=nic-mgmt,mac={guest.mgmt_mac},bus=nics,addr=0x1,romfile="]
-    for index, nic in enumerate(guest.nics, start=2):
+    for index, nic in enumerate(guest.nics, start=FIRST_DATA_NIC_SLOT):
         where = f"listen=127.0.0.1:{nic.listen}" if nic.listen else f"connect=127.0.0.1:{nic.connect}"
         argv += ["-netdev", f"socket,id={nic.netdev},{where}",
                  "-device", f"virtio-net-pci,netdev={nic.netdev},id=nic-{nic.netdev},mac={nic.mac},"

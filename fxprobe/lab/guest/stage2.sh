@@ -4,7 +4,7 @@
 # then reaps children forever.
 exec </dev/null >/dev/console 2>&1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-say() { echo "fxlab[$FXLAB_NAME] $(cut -d' ' -f1 /proc/uptime)s: $*"; }
+say() { local up rest; read -r up rest < /proc/uptime; echo "fxlab[$FXLAB_NAME] ${up}s: $*"; }
 mkdir -p /run /tmp /dev/pts /dev/shm
 mount -t tmpfs -o mode=0755 tmpfs /run
 # /tmp stays the host's (read through the overlay, writes land in the guest's tmpfs upper layer): a checkout
@@ -18,33 +18,50 @@ hostname "$FXLAB_NAME"
 echo "$FXLAB_NAME" > /etc/hostname
 modprobe configfs && mount -t configfs configfs /sys/kernel/config
 # udev first, so devices made by the modules below are handled as they appear; coldplug only
-# the subsystems fxprobe reads through udev (block, nvme, net, infiniband), not the whole tree.
+# the subsystems fxprobe reads through udev (block, nvme, net, infiniband), not the whole tree. It does
+# not rename NICs: they are named below by MAC (fxlab's .link keeps whatever name an interface has).
+mkdir -p /etc/systemd/network
+printf '[Match]\nOriginalName=*\n\n[Link]\nNamePolicy=keep\nMACAddressPolicy=none\n' > /etc/systemd/network/10-fxlab.link
 /lib/systemd/systemd-udevd --daemon
 udevadm trigger --action=add --subsystem-match=block --subsystem-match=nvme --subsystem-match=net \
   --subsystem-match=infiniband --subsystem-match=infiniband_verbs --subsystem-match=misc
 # modules: one `modprobe -a` per line (the first line is what the network needs); options from the share
 cp /fxlab/modprobe.conf /etc/modprobe.d/fxlab.conf
+n=0
 while read -r line; do
+  n=$((n + 1))
   [ -n "$line" ] && { modprobe -a $line || say "modprobe -a $line failed"; }
+  say "modules line $n loaded"
 done < /fxlab/modules
 [ "${FXLAB_FORWARD:-0}" = 1 ] && echo 1 > /proc/sys/net/ipv4/ip_forward
-# NICs are named by MAC: "mac name address/prefix" per line in /fxlab/nics.
+# NICs are named by MAC: "mac name address/prefix" per line in /fxlab/nics. Shell builtins find them and one
+# `ip -batch` and one `rdma -b` (batch) set them all up: an array guest of 8 hosts x 2 links has 17 NICs, and each
+# fork under TCG costs 0.1-0.5 s. udev keeps kernel names (the .link file above), so no rename races this;
+# should one fail anyway, udev is let settle and the batch is run again past what is already done.
 ip link set lo up
-while read -r mac name addr; do
-  [ -n "$mac" ] || continue
+nics() {
+  local dev mac name addr old
+  declare -A by_mac
   for dev in /sys/class/net/*; do
-    if [ "$(cat "$dev/address")" = "$mac" ]; then
-      old=$(basename "$dev")
-      [ "$old" = "$name" ] || ip link set "$old" name "$name"
-      [ "$name" = mgmt ] || ip link set "$name" mtu "$FXLAB_MTU"
-      ip addr add "$addr" dev "$name"
-      ip link set "$name" up
-      if [ "$name" != mgmt ] && [ -n "$FXLAB_RXE" ]; then
-        rdma link add "rxe_$name" type rxe netdev "$name" || say "rdma link add rxe_$name failed"
-      fi
-    fi
+    read -r mac < "$dev/address" && by_mac[$mac]=${dev##*/}
   done
-done < /fxlab/nics
+  : > /run/fxlab-ip.batch
+  : > /run/fxlab-rdma.batch
+  while read -r mac name addr; do
+    old=${by_mac[$mac]:-}
+    [ -n "$mac" ] && [ -n "$old" ] || continue
+    [ "$old" = "$name" ] || echo "link set dev $old name $name" >> /run/fxlab-ip.batch
+    [ "$name" = mgmt ] || echo "link set dev $name mtu $FXLAB_MTU" >> /run/fxlab-ip.batch
+    echo "address replace $addr dev $name" >> /run/fxlab-ip.batch
+    echo "link set dev $name up" >> /run/fxlab-ip.batch
+    [ "$name" != mgmt ] && [ -n "$FXLAB_RXE" ] && [ ! -e "/sys/class/infiniband/rxe_$name" ] && \
+      echo "link add rxe_$name type rxe netdev $name" >> /run/fxlab-rdma.batch
+  done < /fxlab/nics
+  ip "$@" -batch /run/fxlab-ip.batch && { [ ! -s /run/fxlab-rdma.batch ] || rdma -b /run/fxlab-rdma.batch; }
+}
+nics || { say "NIC setup failed once; again after udev settles"; udevadm settle --timeout=60; nics -force; } \
+  || say "NIC setup failed"
+say "network set"
 ip route add default via 10.0.2.2 dev mgmt 2>/dev/null
 while read -r dest via; do
   [ -n "$dest" ] && { ip route add "$dest" via "$via" || say "route $dest via $via failed"; }
@@ -65,6 +82,8 @@ say "modules, network and names set"
 udevadm settle --timeout=120
 say "udev settled"
 touch /run/fxlab-ready
+# and on the guest's share, where `lab up` sees it without asking the guest over ssh
+touch /fxlab/booted
 say "ready"
 while :; do
   sleep 3600 &
