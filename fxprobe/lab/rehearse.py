@@ -26,6 +26,9 @@ from fxprobe.core.verdict import Criterion, Outcome, Verdict
 LAB_SPEC = dict(drives=24, raid="raid6", raid_drives=22, hosts=2, links=2, transport="tcp", drive_mb=128)
 EMULATED_LINE_MBPS = 20       # what soft-RoCE under TCG sustains with room to spare
 LOAD_PROFILE = "qwen25-32b-cold-restore"
+G3_STREAMS = 16               # reader threads over all nodes in G3's read-back: the same load on the array for any --hosts
+G3_CHUNK_TOKENS = 16          # 4 MiB KV chunks: G3's 64 MiB working set is 16 of them (the profile's 256
+                              # tokens make one 64 MiB chunk, a few reads in a 5 s run)
 FAULT_SCENARIOS = ("drive-pull", "link-down-tuned")   # the link cut with the timeouts fxprobe advises (fault tune)
 PLANNED_STEPS = 4 + len(FAULT_SCENARIOS) + 5   # G1, G2, G3, soak, the faults; joint report, verify, 2 judgements, report
 
@@ -181,9 +184,10 @@ class Rehearse:
     def g3(self) -> None:
         hosts = self.lab.hosts
         ceiling_gbps = self.lab.spec.link_speed / 1000
+        threads = max(1, G3_STREAMS // len(hosts))
         argv = ["run", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--lab", self.lab.name, "--nodes", ",".join(hosts),
                 "--repeats", "1", "--runtime", "5", "--ramp", "1", "--size", "64M", "--ceiling", str(ceiling_gbps),
-                "--no-layout"]
+                "--no-layout", "--set", f"threads={threads}", "--set", f"chunk_tokens={G3_CHUNK_TOKENS}"]
 
         def body(run: RunDir):
             from fxprobe.lab.forward import guest_nodes
@@ -193,6 +197,7 @@ class Rehearse:
             with guest_nodes(self.lab, list(hosts), FIO_PORT) as nodes:
                 result = workload.run_profile(LOAD_PROFILE, "/dev/nvme0n1", runner=Runner(run), nodes=nodes,
                                               repeats=1, runtime=5, ramp=1, max_bytes=64 * 2**20, layout=False,
+                                              overrides={"threads": threads, "chunk_tokens": G3_CHUNK_TOKENS},
                                               ceiling_bps=ceiling_gbps * 1e9, progress=self.progress,
                                               status=Status("run"))
             return workload.run_verdict(result), {"workload": result.to_dict()}
