@@ -63,6 +63,27 @@ def test_the_straggler_view_is_the_aggregate_until_the_first_and_the_last_node_f
     assert "first node finished: host1 at 1.00 s" in view.line()
 
 
+def test_a_node_whose_hist_log_holds_impossible_counts_is_spread_evenly_and_named(tmp_path):
+    # host2's log as fio#827 left one: a window whose own count comes out negative (3 then -2), and another
+    # log of its that counts 10**12 I/Os where fio's json has 8
+    good = client_hist_log(tmp_path / "a_clat_hist.1.log.A", [250, 500, 750, 1000], [2, 2, 2, 2])
+    falls = client_hist_log(tmp_path / "a_clat_hist.1.log.B", [500, 1000, 1500, 2000], [3, -2, 1, 1])
+    huge = client_hist_log(tmp_path / "b_clat_hist.1.log.B", [500, 2000], [10**12, 1])
+    io = {"host1": fleet.NodeIO(8 * MIB, 8, 1000), "host2": fleet.NodeIO(8 * MIB, 8, 2000)}
+    for logs, why in (([falls], "fewer than 0 completions"), ([huge], "count 1,000,000,000,001 I/Os where fio's json has 8")):
+        view = fleet.stragglers(io, {"host1": [good], "host2": logs}, {})
+        spans = {s.node: s for s in view.spans}
+        assert spans["host1"].impossible is None and spans["host1"].logged_ios == 8
+        assert why in spans["host2"].impossible and "axboe/fio#827" in spans["host2"].impossible
+        assert spans["host2"].logged_ios == 0 and spans["host2"].bytes == 8 * MIB
+        assert "NOT USED for host2" in view.line()
+        # host2 ran from 0 to 2000 ms (stamps 500..2000, runtime 2000): until host1 finished at 1000 ms
+        # (started at 0), half of host2's bytes, evenly spread, and all of host1's
+        assert (view.first_node, view.first_finished_s) == ("host1", 1.0)
+        assert view.first_aggregate_bps == pytest.approx((8 + 4) * MIB / 1.0)
+        assert view.last_aggregate_bps == pytest.approx(16 * MIB / 2.0)
+
+
 def test_a_client_hist_log_counts_each_window_as_its_own(tmp_path):
     log = client_hist_log(tmp_path / "x_clat_hist.1.log.A", [250, 500, 750, 1000, 1250], [3, 1, 4, 1, 5])
     windows = fio_logs.hist_window_counts(log, fio_client=True, block_bytes=8 << 10)     # several blocks

@@ -65,6 +65,7 @@ class NodeSpan(AsDict):
     bytes: int                # fio's json
     ios: int
     logged_ios: int           # of those, counted in its hist-log windows (the rest completed after the last one)
+    impossible: str | None = None   # why its windows were not used (its bytes spread evenly over its span instead)
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,13 @@ class Stragglers(AsDict):
     last_aggregate_bps: float         # bytes/s of all nodes from the earliest start until the last finished
 
     def line(self) -> str:
+        spread = [s.node for s in self.spans if s.impossible]
         return (f"first node finished: {self.first_node} at {self.first_finished_s:.2f} s, aggregate "
                 f"{self.first_aggregate_bps / 1e6:,.1f} MB/s until then; last: {self.last_node} at "
                 f"{self.last_finished_s:.2f} s, aggregate {self.last_aggregate_bps / 1e6:,.1f} MB/s over the whole span "
-                f"(starts {self.start_skew_s:.2f} s apart)")
+                f"(starts {self.start_skew_s:.2f} s apart)"
+                + (f"; hist-log windows NOT USED for {', '.join(spread)} (impossible counts, axboe/fio#827): "
+                   "bytes spread evenly over the node's span" if spread else ""))
 
 
 def _last_stamp(logs: Sequence[Path]) -> int | None:
@@ -107,8 +111,29 @@ def _node_events(node: str, io: NodeIO, hist: Sequence[Path], bw: Sequence[Path]
         return None
     end = max(stamps)
     logged = round(sum(b for _, b in events) / per_io) if per_io else 0
+    impossible = _impossible(events, logged, io.ios)
+    if impossible:
+        return NodeSpan(node, end - io.runtime_ms, end, io.io_bytes, io.ios, 0, impossible), \
+            _spread(io.io_bytes, end - io.runtime_ms, end)
     events.append((end, max(io.ios - logged, 0) * per_io))
     return NodeSpan(node, end - io.runtime_ms, end, io.io_bytes, io.ios, logged), events
+
+
+def _impossible(events: list[tuple[int, float]], logged: int, ios: int) -> str | None:
+    """Why a node's hist-log windows cannot be its completions: a window that counts fewer than none, or more
+    I/O in the windows than fio's json has (fio has written impossible counts into hist logs, axboe/fio#827)."""
+    if any(b < 0 for _, b in events):
+        return "a hist-log window counts fewer than 0 completions (fio wrote impossible counts, axboe/fio#827)"
+    if logged > ios:
+        return (f"its hist-log windows count {logged:,} I/Os where fio's json has {ios:,} "
+                "(fio wrote impossible counts, axboe/fio#827)")
+    return None
+
+
+def _spread(io_bytes: int, start: int, end: int, step_ms: int = 100) -> list[tuple[int, float]]:
+    """A node's bytes spread evenly over its span, one event per ``step_ms`` (the last at its end)."""
+    stamps = list(range(start + step_ms, end, step_ms)) + [end]
+    return [(t, io_bytes / len(stamps)) for t in stamps]
 
 
 def stragglers(io: Mapping[str, NodeIO], hist: Mapping[str, list[Path]], bw: Mapping[str, list[Path]],
