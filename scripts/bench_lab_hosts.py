@@ -113,7 +113,8 @@ def capture(out: Path, step_dir: Path, result: dict, argv: list[str]) -> None:
     shutil.copy(step_dir / "results.json", out / "results.json")
     logs = sorted((step_dir / "raw").glob("*_clat_hist.*.log.*"))
     for log in logs:
-        with open(log, "rb") as source, gzip.open(out / (log.name + ".gz"), "wb", mtime=0) as target:
+        with open(log, "rb") as source, open(out / (log.name + ".gz"), "wb") as packed, \
+                gzip.GzipFile(log.name, "wb", fileobj=packed, mtime=0) as target:
             shutil.copyfileobj(source, target)
     (out / "g3-gates.json").write_text(json.dumps(result["g3"], indent=2) + "\n")
     figures = {k: result[k] for k in ("wall_s", "lab_timings", "peak", "load_start", "load_end", "hosts")}
@@ -150,6 +151,16 @@ def time_v(stderr: str) -> dict:
             parts = [float(x) for x in value.split(":")]
             found["elapsed_s"] = round(sum(x * 60 ** i for i, x in enumerate(reversed(parts))), 1)
     return found
+
+
+def up_timings(stdout: str) -> dict:
+    """The lab's timings from `lab up --json` (the sampler reads state.json once a second and may miss the last)."""
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        return {}
+    found = data.get("timings") or (data.get("lab") or {}).get("timings") or (data.get("state") or {}).get("timings")
+    return found if isinstance(found, dict) else {}
 
 
 def independent_check(step_dir: Path, workload: dict) -> dict:
@@ -204,7 +215,7 @@ def readback_mode(args, runs: Path, lab_home: Path) -> dict:
     result.update(up_wall_s=round(time.monotonic() - start, 1), up_exit=done.returncode, up_time_v=time_v(done.stderr))
     sampler.stop.set()
     sampler.join()
-    result.update(lab_timings=dict(sampler.timings), up_peak=dict(sampler.peak))
+    result.update(lab_timings={**sampler.timings, **up_timings(done.stdout)}, up_peak=dict(sampler.peak))
     try:
         if done.returncode != 0:
             result["up_stderr_tail"] = done.stderr[-1500:]
