@@ -24,7 +24,7 @@ from fxprobe.cli.statusline import status_for
               help="The buyer's thresholds (default ./gates.toml if present, else the built-in defaults); the "
                    "same evidence is also judged with the shipped lab-scaled gates-lab.toml.")
 @click.option("--hosts", type=number(int, ge=1, le=8, name="1-8"), default=None,
-              help="Host guests of the lab it boots (G3's nodes sharing the array; default 2); not with --lab.")
+              help="Host guests of the lab it boots (G3's nodes sharing the array; default 8); not with --lab.")
 @pass_app
 def rehearse(app: App, lab_name, soak_seconds, key, config_path, hosts) -> int:
     """Boot the lab, run quick G1 (selftest), G2 (line efficiency), G3 (multi-node read-back) and G4
