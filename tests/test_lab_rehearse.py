@@ -29,6 +29,9 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
         tables.update({g["name"]: g["outcome"].upper() for g in gates["gates"]})
         gates_judged += gates["gates"]
     printed = {line[:40].strip(): line[41:49].strip() for line in results["gate_table"] + results["lab_gate_table"]}
+    rows = [line[2:].split(" | ", 1) for line in out.out.splitlines() if line.startswith("  G") and " | " in line]
+    terminal = {side[:40].strip(): side[41:49].strip() for row in rows for side in row}   # the two tables printed
+    assert terminal == printed, (terminal, printed)
     report = run_dir / "report"
     md = (report / "report.md").read_text().split("## Gate table", 1)[1].split("\n\n")[1].splitlines()[2:]
     in_report = {row.split(" | ")[0].lstrip("| "): row.split(" | ")[1] for row in md}
