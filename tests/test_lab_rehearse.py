@@ -14,7 +14,6 @@ from fxprobe.cli.main import main
 pytestmark = pytest.mark.lab
 
 
-@pytest.mark.lab_parallel   # checks that the tables agree with the evidence; the outcomes it names do not depend on time (G1 all drives, G2 a 20 Mb/s link, G4 a 20 s soak)
 def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp_path, capsys):
     run_dir = tmp_path / "rehearse"
     code = main(["--run-dir", str(run_dir), "rehearse", "--lab", lab.name, "--soak", "20"])
