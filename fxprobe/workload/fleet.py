@@ -30,7 +30,7 @@ from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio, fio_logs
 
 HIST_PERCENTILES = (50.0, 99.0, 99.9)
-DDIR = {"read": 0, "write": 1}
+DDIR = {name: ddir for ddir, name in fio_logs.DDIR_NAMES.items()}      # fio's direction numbers, one map
 
 
 def node_of(log: Path, labels: Mapping[str, str]) -> str:
