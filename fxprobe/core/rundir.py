@@ -22,8 +22,9 @@ import os
 import re
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 from fxprobe.core.errors import EXIT_ERROR, BadInput, FxprobeError
 from fxprobe.core.manifest import bundle_around
@@ -286,3 +287,25 @@ class RunDir:
         """Each file whose hash differs from the manifest, or that appeared/vanished, one line each."""
         manifest = json.loads((self.path / MANIFEST).read_text())
         return compare_manifest(self.path, manifest["files"], self._unlisted)
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """A run folder and its results.json as read back (``RunDir.results()``): what the gates and the report
+    both read of a run."""
+
+    path: Path
+    results: dict
+    unrecorded: ClassVar[str] = ""      # what ``command`` and ``outcome`` say when results.json lacks the field
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def command(self) -> str:
+        return str(self.results.get("command", self.unrecorded))
+
+    @property
+    def outcome(self) -> str:
+        return str(self.results.get("outcome", self.unrecorded))

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from fxprobe.gates.config import GateConfig
-from fxprobe.core.rundir import RESULTS, RunDir
+from fxprobe.core.rundir import RESULTS, RunDir, RunResults
 from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_text, exact, format_number
 
 MISSING = object()  # lookup() result for a field that is not there
@@ -71,11 +71,9 @@ def lookup(data: Any, dotted: str, default: Any = MISSING) -> Any:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(RunResults):
     """One run directory's results.json, as the gates see it."""
 
-    path: Path
-    results: dict
     node: str | None = None          # the node a fleet run ran this sub-run on (its --nodes name)
 
     @property
@@ -88,14 +86,6 @@ class RunRecord:
     def label(self) -> str:
         """How a criterion names the run when several match: the node of a fleet sub-run, else its folder."""
         return self.node or self.path.name
-
-    @property
-    def command(self) -> str:
-        return str(self.results.get("command", ""))
-
-    @property
-    def outcome(self) -> str:
-        return str(self.results.get("outcome", ""))
 
     @property
     def evidence(self) -> str:

@@ -13,15 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.core.rundir import RunDir
+from fxprobe.core.rundir import RunDir, RunResults
 from fxprobe.core.verdict import Verdict
 from fxprobe.report.commands import Command, CommandGroup, collapse, fold
 
 
 @dataclass(frozen=True)
-class RunView:
-    path: Path
-    results: dict
+class RunView(RunResults):
+    """A run as the report shows it: its verdicts, gate verdicts and folded commands beside its results."""
+
+    unrecorded = "?"          # a report prints "?" for a command or outcome the run did not record
     verdicts: tuple[Verdict, ...]
     command_records: tuple[Command, ...] = ()   # every subprocess the run started (commands.jsonl), folded
     gates: tuple[Verdict, ...] = ()    # the verdicts of a `gate ...` run (`gate g3`: one, `gate all`: four)
@@ -30,18 +31,6 @@ class RunView:
     @property
     def command_groups(self) -> list[CommandGroup]:
         return collapse(list(self.command_records))
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    @property
-    def command(self) -> str:
-        return str(self.results.get("command", "?"))
-
-    @property
-    def outcome(self) -> str:
-        return str(self.results.get("outcome", "?"))
 
 
 verdict_from_dict = Verdict.from_dict     # one (de)serialization of criteria: fxprobe.core.verdict
