@@ -54,8 +54,13 @@ def locate(runs: list[RunView], text: str, owner: RunView | None = None) -> tupl
     return None
 
 
+def run_folder(name: str) -> str:
+    """Where the run folder ``name`` is in the bundle, relative to its root: ``evidence/<name>/``."""
+    return f"evidence/{name}/"
+
+
 def href(run: RunView, rel: str) -> str:
-    return f"evidence/{run.name}/{rel}"
+    return run_folder(run.name) + rel
 
 
 def primary_raw(run: RunView) -> str | None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fxprobe.core.rundir import COMMANDS
 from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_text, format_number
 from fxprobe.report.ceilings import artefact
 from fxprobe.report.collect import RunView
 from fxprobe.report.commands import CommandGroup, wrapped
-from fxprobe.report.evidence import Link, criterion_links, href
+from fxprobe.report.evidence import Link, criterion_links, href, run_folder
 from fxprobe.report.headline import Headline, headline
 from fxprobe.report.machines import Machine, machines
 from fxprobe.report.notes import Note, notes
@@ -65,11 +66,11 @@ class RunSection:
 
     @property
     def folder(self) -> str:
-        return f"evidence/{self.name}/"
+        return run_folder(self.name)
 
     @property
     def commands_href(self) -> str:
-        return f"evidence/{self.name}/commands.jsonl"
+        return self.folder + COMMANDS
 
     def command_lines(self) -> list[str]:
         lines = [g.line(COMMAND_WIDTH) for g in self.groups[:MAX_GROUPS]]
