@@ -58,8 +58,9 @@ class NativeSpec:
         return f"{SUBSYS_PREFIX}:native-{self.name}"
 
     @property
-    def md_name(self) -> str:
-        return f"fxn-{self.name}"
+    def md(self) -> str | None:
+        """The md array the lab builds (None: raid none exports the one device)."""
+        return f"fxn-{self.name}" if self.raid != "none" else None
 
 
 class NativeState(BaseModel):
@@ -161,7 +162,7 @@ def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> N
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     state = NativeState(name=spec.name, spec=spec, source=source, nqn=spec.nqn,
-                        md=spec.md_name if spec.raid != "none" else None, level=spec.raid, port=spec.port,
+                        md=spec.md, level=spec.raid, port=spec.port,
                         created=utc_stamp())
     state.write()
     try:
@@ -172,7 +173,7 @@ def native_up(spec: NativeSpec, runner: Runner, progress=lambda text: None) -> N
             state.devices = [*state.devices, device]
             state.write()
         progress(f"native: {spec.raid} exported as {spec.nqn} on 127.0.0.1:{spec.port}")
-        build_export(runner, nqn=spec.nqn, md_name=spec.md_name, level=spec.raid, devices=state.devices,
+        build_export(runner, nqn=spec.nqn, md_name=spec.md, level=spec.raid, devices=state.devices,
                      ports=[PortSpec(NATIVE_PORT_ID, "tcp", "127.0.0.1", spec.port)], serial="FXNATIVE")
         state.exported = True
         state.write()

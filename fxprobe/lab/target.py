@@ -64,7 +64,7 @@ def wait_for_md_link(runner: Runner, md: str, timeout: float = 60.0) -> str:
     return os.path.realpath(md)
 
 
-def build_export(runner: Runner, *, nqn: str, md_name: str, level: str, devices: list[str],
+def build_export(runner: Runner, *, nqn: str, md_name: str | None, level: str, devices: list[str],
                  ports: list[PortSpec], serial: str | None = None) -> dict:
     """md array (or a single device for level "none") exported as namespace 1 of ``nqn``."""
     root = NvmetRoot()
