@@ -84,12 +84,11 @@ def path_specs(traddrs, trsvcid: str, host_ifaces=(), host_traddrs=()) -> list[P
                                                           spread(host_traddrs, "-w/--host-traddr"))]
 
 
-def check_secret(value: str | None, option: str) -> str | None:
+def check_secret(value: str | None, option: str) -> None:
     """A DH-CHAP key as nvme gen-dhchap-key writes it (DHHC-1:<hash 00-03>:<base64>:); the key is never echoed."""
     if value is not None and not DHCHAP.match(value):
         raise BadInput(f"{option}: not a DH-CHAP key in the form DHHC-1:00:<base64>: (the value is not shown)",
                        hint="make one with: nvme gen-dhchap-key --nqn HOSTNQN")
-    return value
 
 
 @dataclass(frozen=True)
@@ -106,10 +105,9 @@ class Connected(AsDict):
     skipped: str = ""                  # why a discovered path was not connected
 
 
-def validate_nqn(nqn: str) -> str:
+def validate_nqn(nqn: str) -> None:
     if not NQN.match(nqn):
         raise BadInput(f"--nqn {nqn!r}: not an NVMe Qualified Name (expected nqn.YYYY-MM.reverse.domain:...)")
-    return nqn
 
 
 def _retrying(attempts: int) -> tenacity.Retrying:
