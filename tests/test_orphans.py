@@ -119,6 +119,21 @@ def test_orphans_of_a_dead_run_are_stopped_and_a_live_runs_left_alone(tmp_path):
                 p.wait()
 
 
+def test_a_load_in_a_lab_that_is_down_went_with_it_and_is_forgotten(tmp_path, monkeypatch):
+    """A journaled load of a lab guest whose lab is down (no state file): its guest and processes are gone;
+    said once, dropped from the journal (not 'could not check' at every later run)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    journal = Journal(tmp_path / "fault-journal.json")
+    journal.add_load("gone", {"lab": "vs", "guest": "host1", "where": "lab vs host1", "pid": 5090,
+                              "argv": ["fio", "--name=load"]}, "drive-pull")
+    data = json.loads(journal.path.read_text())
+    data["entries"][0]["pid"] = dead_pid()
+    journal._write(data["entries"])
+    lines = orphans.stop_orphans(journal, Runner(), say=lambda text: None)
+    assert lines == ["no orphaned fio on lab vs host1: lab vs is down (its guests' processes went with it)"]
+    assert journal.entries() == []
+
+
 def test_replay_stops_the_orphan_first_and_reports_a_failed_restore(tmp_path, fake_sys):
     (fake_sys / "sys/kernel/config/nullb/d1").mkdir(parents=True)
     (fake_sys / "sys/kernel/config/nullb/d1/power").write_text("0")

@@ -34,6 +34,8 @@ def stop(load: dict, runner) -> dict:
     """Stop a recorded load where it runs; the tools.procs result."""
     if load.get("lab"):
         from fxprobe.lab.vm import Lab
+        if not Lab.is_up(load["lab"]):      # its guests went down with it, and every process in them
+            return {"found": False, "stopped": [], "left": [], "lab_down": load["lab"]}
         lab = Lab.load(load["lab"], runner)
         return procs.stop_load_on(runner, lab.guest(load["guest"]),
                                   lab.python("fxprobe.tools.procs", *procs.stop_args(load["argv"], load.get("pid"))))

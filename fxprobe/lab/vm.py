@@ -193,6 +193,11 @@ class Lab:
     def spec(self) -> LabSpec:
         return self.state.spec
 
+    @staticmethod
+    def is_up(name: str) -> bool:
+        """A lab of this name has a state file (is up, or went down without ``lab down``: its guests are gone)."""
+        return (lab_home() / name / STATE).exists()
+
     @classmethod
     def load(cls, name: str = "default", runner: Runner | None = None) -> "Lab":
         folder = lab_home() / name

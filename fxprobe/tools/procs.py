@@ -152,6 +152,8 @@ def describe(load: dict, result: dict, kind: str = "orphaned") -> str:
         text = (f"{kind} {name} on {where} stopped (pid {load.get('pid')}, "
                 f"{len(result['stopped'])} process(es): {', '.join(map(str, result['stopped']))})")
         return text + (f"; STILL RUNNING: {', '.join(map(str, result['left']))}" if result["left"] else "")
+    if result.get("lab_down"):
+        return f"no {kind} {name} on {where}: lab {result['lab_down']} is down (its guests' processes went with it)"
     if result.get("pid_runs_it") is False:
         return f"no {kind} {name} on {where}: pid {load.get('pid')} now runs another program (left alone)"
     return f"no {kind} {name} on {where} (pid {load.get('pid')} had ended)"
