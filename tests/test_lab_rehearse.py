@@ -10,13 +10,21 @@ from xml.etree import ElementTree
 import pytest
 
 from fxprobe.cli.main import main
+from labcli import scenario_file
 
 pytestmark = pytest.mark.lab
+
+# the shipped scenarios with shorter windows (31 s and 48 s of load -> 18 s and 22 s): the rehearsal's plumbing,
+# not the faults' verdicts, is what this test checks (test_fault_lab and test_lab_verify judge those)
+SHORT = {"drive-pull": {"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s": 4},
+         "link-down-tuned": {"steady_s": 6, "settle_s": 2, "fault_s": 10, "recover_s": 4}}
 
 
 def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp_path, capsys):
     run_dir = tmp_path / "rehearse"
-    code = main(["--run-dir", str(run_dir), "rehearse", "--lab", lab.name, "--soak", "20"])
+    faults = [str(scenario_file(tmp_path, name, timing=timing, load={"region": "2M"})) for name, timing in SHORT.items()]
+    code = main(["--run-dir", str(run_dir), "rehearse", "--lab", lab.name, "--soak", "20",
+                 *[a for f in faults for a in ("--fault", f)]])
     out = capsys.readouterr()
     results = json.loads((run_dir / "results.json").read_text())
     failed = [s for s in results["steps"] if not s["produced"]]
@@ -62,3 +70,7 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
     assert main(["--run-dir", str(tmp_path / "verify"), "report", "verify", str(report),
                  "--public-key", str(run_dir / "signing" / "fxprobe-signing.pub")]) == 0
     assert steps["selftest"]["exit_code"] == 0 and steps["report verify"]["exit_code"] == 0
+    assert [n for n in steps if n.startswith("fault ")] == ["fault drive-pull", "fault link-down-tuned"]
+    for name, timing in SHORT.items():       # the scenarios given are the ones run, and their evidence says so
+        fault = json.loads((Path(steps[f"fault {name}"]["run_dir"]) / "results.json").read_text())
+        assert {k: fault["scenario"]["timing"][k] for k in timing} == timing, fault["scenario"]

@@ -32,7 +32,7 @@ G3_STREAMS = 16               # reader threads over all nodes in G3's read-back:
 G3_CHUNK_TOKENS = 16          # 4 MiB KV chunks: G3's 64 MiB working set is 16 of them (the profile's 256
                               # tokens make one 64 MiB chunk, a few reads in a 5 s run)
 FAULT_SCENARIOS = ("drive-pull", "link-down-tuned")   # the link cut with the timeouts fxprobe advises (fault tune)
-PLANNED_STEPS = 4 + len(FAULT_SCENARIOS) + 5   # G1, G2, G3, soak, the faults; joint report, verify, 2 judgements, report
+OTHER_STEPS = 4 + 5           # G1, G2, G3, soak; joint report, verify, 2 judgements, report (and a step per fault)
 
 
 @dataclass
@@ -88,13 +88,16 @@ class Rehearsal:
 class Rehearse:
     def __init__(self, runner: Runner, base: Path, progress: Callable[[str], None], key: Path | None,
                  soak_seconds: int = 60, lab_name: str | None = None, config: Path | None = None,
-                 status: Status | None = None, hosts: int | None = None, runs_base: Path | None = None):
+                 status: Status | None = None, hosts: int | None = None, runs_base: Path | None = None,
+                 faults: tuple[str, ...] = FAULT_SCENARIOS):
         self.runner, self.base, self.progress = runner, base, progress
         self.runs_base = runs_base or base.parent     # where `fault tune` runs are found for the link-cut advice
         self.hosts = hosts or LAB_SPEC["hosts"]      # host guests of a lab the rehearsal boots (G3's nodes)
         self.status = status or Status("rehearse")      # the live line (no sinks: nothing shown)
         self.key, self.soak_seconds, self.reuse = key, soak_seconds, lab_name
         self.config = config          # the buyer's thresholds (None: ./gates.toml, else the built-in defaults)
+        self.faults = faults          # G4's fault runs: scenario names (faults/) or .toml paths
+        self.planned_steps = OTHER_STEPS + len(faults)
         self.lab = None
         self.result = Rehearsal(base, lab_name or "rehearse")
 
@@ -102,7 +105,7 @@ class Rehearse:
     def step(self, name: str, gate: str, action: Callable[[Path], int]) -> Step:
         step = Step(name, gate)
         self.result.steps.append(step)
-        self.status.phase(f"[{gate}] {name}", planned_s=PLANNED_STEPS, done_s=len(self.result.steps) - 1,
+        self.status.phase(f"[{gate}] {name}", planned_s=self.planned_steps, done_s=len(self.result.steps) - 1,
                           unit="steps")
         if name.startswith("fault "):
             self.status.event("fault", name.split(" ", 1)[1], f"fxprobe fault run {name.split(' ', 1)[1]} (step "
@@ -149,7 +152,7 @@ class Rehearse:
         if self.reuse:
             self.lab = Lab.load(self.reuse, self.runner)
             return
-        self.status.phase("lab: booting", planned_s=PLANNED_STEPS, done_s=0, unit="steps")
+        self.status.phase("lab: booting", planned_s=self.planned_steps, done_s=0, unit="steps")
         self.progress(f"lab: booting an array with 24 drives (raid6) and {self.hosts} hosts on 2 links each")
         self.lab = Lab.up(LabSpec(name=self.result.lab_name, **{**LAB_SPEC, "hosts": self.hosts}), self.runner,
                           progress=self.progress)
@@ -210,8 +213,8 @@ class Rehearse:
             "host1", ["soak", LOAD_PROFILE, "--target", "/dev/nvme0n1", "--duration", f"{self.soak_seconds}s",
                       "--size", "64M", "--sample", "5", "--allow-serial", self.namespace_serial()], t,
             timeout=self.soak_seconds + 600))
-        for scenario in FAULT_SCENARIOS:
-            self.step(f"fault {scenario}", "G4", lambda t, s=scenario: self.fault_run(t, s))
+        for scenario in self.faults:
+            self.step(f"fault {Path(scenario).stem}", "G4", lambda t, s=scenario: self.fault_run(t, s))
 
     def fault_run(self, target: Path, name: str) -> int:
         """``fxprobe fault run NAME --lab LAB``, through faults.command as the CLI runs it."""
