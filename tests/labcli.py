@@ -132,3 +132,20 @@ def put_back_below_md(lab, member: str, offset: int, length: int = 4096) -> None
     read would otherwise rebuild a neighbour from a parity that no longer matches its data)."""
     lab.exec("array", ["dd", f"if={_saved(member, offset)}", f"of=/dev/{member}", f"bs={length}", "count=1",
                        f"seek={offset // length}", "oflag=direct", "conv=notrunc"], timeout=60, check=True)
+
+
+def see_current_code(lab, guest: str) -> str:
+    """Drop GUEST's page cache if fxprobe's sources changed after the lab was created, so the guest runs the
+    current code: it reads this tree over 9p with a loose cache and keeps what it read first. Unchanged sources
+    (the suite: the checkout is fixed before its labs boot) keep the guest's warm cache - a dropped cache makes
+    the next fxprobe start in the guest read every module again over 9p (~20-30 s at load under TCG)."""
+    from datetime import datetime
+    from pathlib import Path
+    import fxprobe
+    created = datetime.fromisoformat(lab.state.created.replace("Z", "+00:00")).timestamp()
+    newest = max(p.stat().st_mtime for p in Path(fxprobe.__file__).parent.rglob("*.py"))
+    if newest < created:
+        return "sources unchanged since the lab was created: cache kept"
+    lab.exec(guest, ["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], timeout=60, check=True)
+    return "sources changed since the lab was created: page cache dropped"
+

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from labcli import fault_env as env, fxprobe_argv as fxprobe, scenario_file
+from labcli import fault_env as env, fxprobe_argv as fxprobe, scenario_file, see_current_code
 
 pytestmark = pytest.mark.lab
 
@@ -97,7 +97,7 @@ SOAK_S = 60
 def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
     from fxprobe.core.runner import Runner
     device, serial = main_namespace(lab)
-    lab.exec(HOST, ["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], timeout=60, check=True)
+    see_current_code(lab, HOST)
     name = f"soak-kill-{os.getpid()}"
     guest_dir, host_dir = f"/fxlab/runs/{name}", lab.folder / HOST / "runs" / name
     # this checkout's fxprobe (the guest's `fxprobe` console script may point at another checkout)

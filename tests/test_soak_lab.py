@@ -30,7 +30,7 @@ import pytest
 from fxprobe.core.runner import Runner
 from fxprobe.faults.engine import clock_offset
 from fxprobe.lab.forward import forwarded
-from labcli import first_data_member, put_back_below_md, zeros_below_md
+from labcli import first_data_member, put_back_below_md, see_current_code, zeros_below_md
 
 pytestmark = pytest.mark.lab
 
@@ -132,8 +132,7 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
     say = lambda text: print(f"[{time.time() - t0:5.1f} s] {text}")
     assert len(lab.links(HOST)) == 2, "the cut must be survivable: 2 links"
     device, serial = main_namespace(lab)
-    # the guest reads this tree over 9p with a loose cache: drop it so the guest runs the current code
-    lab.exec(HOST, ["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], timeout=60, check=True)
+    see_current_code(lab, HOST)
     name = f"soak-{os.getpid()}"
     guest_dir, host_dir = f"/fxlab/runs/{name}", lab.folder / HOST / "runs" / name
     argv = lab.python("fxprobe.cli.main", "--run-dir", guest_dir, "soak", "small-file-dataset", "--duration",
