@@ -442,7 +442,8 @@ class FaultRun:
             back = runner.run(verify_mod.readback_argv(vplan, site.device), timeout=1800, host=site.host,
                               label="fio-readback")
             passes.append(verify_mod.make_pass("read-back after restore", fio_status.last_json(back.stdout), back.stderr))
-            if self.env.lab is not None and isinstance(self.method, methods.LabDrivePull):
+            # a lab drive pull, by QMP or through a target-control hook: the drive went back into the lab's md
+            if self.env.lab is not None and self.scenario.kind == "drive-pull":
                 waited = labprep.wait_md_idle(self.env.lab, verify_mod.RESYNC_WAIT_S)
                 if waited is None:
                     problems.append(f"md still resyncing after {verify_mod.RESYNC_WAIT_S} s: "
