@@ -32,7 +32,13 @@ if os.environ.get("FXPROBE_FAULT_TEST_LAB"):
         return Lab.load(os.environ["FXPROBE_FAULT_TEST_LAB"])
 
 FAST = {"timing": {"steady_s": 8, "settle_s": 2, "fault_s": 8, "recover_s": 6, "rebuild_s": 0}, "load": {"region": "2M"}}
-REBUILD_BOUND_S = 16     # the raid6 pull watches md rebuild for this long after the restore (a full one: ~1-2 min)
+# the raid6 pull's windows: 4 s of steady state after the settle (8 windows of 500 ms for the baseline); a 4 s fault
+# window, of which md runs degraded for 2.5-3 s (the pull returns once the guest let the drive go and md failed it,
+# 0.8-1.5 s here) and on until the restore's --add; the verdict has wide margins (scripts/bench verdicts, 5 runs
+# alone: stall 0.054-0.149 s against 2 s, throughput 163-250 % of the steady state against 50 %)
+PULL = {"steady_s": 5, "settle_s": 1, "fault_s": 4, "recover_s": 3}
+REBUILD_BOUND_S = 16     # the raid6 pull watches md rebuild for this long after the restore (a full one: ~1-2 min);
+                         # the replaced drive is in md ~4-11 s after the restore starts (device_add, its namespace)
 
 
 def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str, timeout: float = 900) -> tuple[int, dict]:
@@ -75,7 +81,7 @@ def criterion(result: dict, prefix: str) -> dict:
 
 
 def test_drive_pull_raid6_is_invisible(lab, tmp_path):
-    timing = {**FAST["timing"], "rebuild_s": REBUILD_BOUND_S}
+    timing = {**PULL, "rebuild_s": REBUILD_BOUND_S}
     # restored as a new drive, rebuilt whole: re-inserted, md's write-intent bitmap would resync it at once
     code, result = run_fault(lab, tmp_path, scenario_file(tmp_path, "drive-pull", timing=timing, load=FAST["load"],
                                                           fault={"replace": True}))
