@@ -89,6 +89,17 @@ def fault_run(lab, tmp_path, scenario, *extra: str, timeout: float = 600):
     return done
 
 
+def raw_completions(run_dir) -> list[int]:
+    """Every successful completion instant (epoch ms) in a fault run's raw per-I/O logs, read here by hand."""
+    times = []
+    for path in sorted((run_dir / "raw").glob("*fio-load_clat.*.log")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                times.append(int(line.split(",")[0]))
+    assert times, sorted(p.name for p in (run_dir / "raw").iterdir())
+    return sorted(times)
+
+
 RAID6_FIRST_DATA_ROLE = 1     # md raid6 left-symmetric (mdadm's default): stripe 0 has Q on role 0, P on the last,
                               # data chunk 0 (the export's first bytes) on role 1
 

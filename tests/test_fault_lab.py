@@ -1,8 +1,9 @@
-"""Fault injection in the session lab: the raid6 pull, flap, Ctrl-C.
+"""Fault injection in the session lab: the raid6 pull, the two-path cut with default timeouts and its advice, flap,
+Ctrl-C.
 
-Their planted fail twins run with verified data in tests/test_lab_verify.py (raid0 pull, single-path cut),
-kill -9 + restore in tests/test_lab_recover.py, several drives in tests/test_lab_raid_geometry.py, the
-two-path cut with default timeouts and its advice on a pty in tests/test_live_status_lab.py.
+Their planted fail twins: the raid0 pull with verified data in tests/test_lab_verify.py, the single-path cut on
+the pty of tests/test_live_status_lab.py; kill -9 + restore in tests/test_lab_recover.py, several drives in
+tests/test_lab_raid_geometry.py.
 
 Every run goes through the real CLI (``fxprobe fault run ... --lab``) against the session lab and
 restores what it broke. Timings are shortened from the shipped scenarios to keep the suite short;
@@ -137,6 +138,25 @@ def test_a_load_still_running_at_its_limit_is_declared_hung_stopped_and_visible(
     assert hung["stopped"].startswith("hung fio on lab") and hung["ended"], hung
     assert "fio" not in lab.exec(lab.hosts[0], ["pgrep", "-a", "fio"], timeout=60).stdout
     assert lab.drive(0).present and not (tmp_path / "fault-journal.json").exists()
+
+
+@pytest.mark.lab_parallel   # takes either verdict: no errors, the advice after a visible cut and both paths back
+def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tmp_path):
+    # fault_s 20: longer than the stall with default timeouts (15.0-15.6 s alone, scripts/bench verdicts), so the run
+    # shows the failover to the second path; the advised settings themselves are swept by `fault tune`
+    # (tests/test_lab_fault_tune.py, scripts/bench tune)
+    scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 4, "settle_s": 1, "fault_s": 20,
+                                                            "recover_s": 3})
+    done = fault_run(lab, tmp_path, scenario)
+    result = json.loads(done.stdout)
+    print(f"\nlink-down, 2 paths, default timeouts: stall {result['impact']['longest_stall_s']} s, "
+          f"verdict {result['verdict']}")
+    assert result["live_paths_before"] == 2 and result["impact"]["errors"] == 0
+    assert done.returncode == (0 if result["verdict"] == "invisible" else 1)
+    if result["verdict"] == "visible":
+        assert result["advice"] and any("kato" in line for line in result["advice"]["lines"])
+    from fxprobe.faults.labprep import controllers_of
+    assert len([p for p in controllers_of(lab, "host1", lab.main_export.nqn) if p["state"] == "live"]) == 2
 
 
 @pytest.mark.lab_parallel   # takes either verdict: the flaps, the timeline and the restore are checked
