@@ -70,8 +70,9 @@ def free_slots(lab) -> list[int]:
     return lab.state.free_slots()
 
 
-def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
-    """Build the twin export if it is not there (its undo is remembered first)."""
+def ensure_twin(lab, level: str, slots: list[int], remember, host: str) -> bool:
+    """Build the twin export if it is not there (its undo is remembered first), connected from the load's
+    ``host`` only (the fault run's load is the twin's only user)."""
     if lab.state.export_named(TWIN):
         return False
     from fxprobe.core.errors import BadInput
@@ -80,7 +81,7 @@ def ensure_twin(lab, level: str, slots: list[int], remember) -> bool:
         raise BadInput(f"lab.twin_slots: slot(s) {busy} are not free in lab {lab.name}",
                        hint=f"free slots: {free_slots(lab) or 'none'} (or leave twin_slots out)")
     remember({"method": "lab-remove-export", "lab": lab.name, "name": TWIN})
-    lab.add_export(level, slots, name=TWIN, connect=True)
+    lab.add_export(level, slots, name=TWIN, connect=[host])
     return True
 
 
@@ -179,7 +180,7 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
     done = []
     if lab_table["export"] == "twin":
         slots = twin_slots(lab, lab_table)
-        if ensure_twin(lab, lab_table["twin_level"], slots, remember):
+        if ensure_twin(lab, lab_table["twin_level"], slots, remember, host):
             done.append(f"built twin export: {lab_table['twin_level']} over slots {slots}")
     nqn = export_nqn(lab, lab_table["export"])
     all_links = [l.n for l in lab.links(host)]

@@ -487,7 +487,8 @@ class Lab:
         self.save()
         return export
 
-    def _connect_hosts(self, nqn: str, progress) -> None:
+    def _connect_hosts(self, nqn: str, progress, hosts: list[str] | None = None) -> None:
+        """Connect ``hosts`` (default: every host guest) to ``nqn`` on each of their data links, at the same time."""
         export = self.export(nqn)
 
         def connect(host: str) -> None:
@@ -497,7 +498,7 @@ class Lab:
                                  "-s", str(NVME_PORT), "-n", nqn], timeout=60, check=True, label=f"connect-{host}")
             self.wait_paths(host, nqn, len(self.links(host)))
 
-        hosts = self.hosts
+        hosts = list(self.hosts if hosts is None else hosts)
         with ThreadPoolExecutor(max_workers=len(hosts)) as pool:  # hosts connect at the same time
             list(pool.map(connect, hosts))
         export.connected = export.connected + hosts
@@ -528,8 +529,10 @@ class Lab:
             time.sleep(1)
 
     # -- second export (e.g. a raid0 "fail twin") -------------------------------------------
-    def add_export(self, level: str, slots: list[int], name: str = "twin", connect: bool = True) -> ExportState:
-        """Build md ``level`` over free drive ``slots`` and export it as another subsystem, no reboot."""
+    def add_export(self, level: str, slots: list[int], name: str = "twin",
+                   connect: bool | list[str] = True) -> ExportState:
+        """Build md ``level`` over free drive ``slots`` and export it as another subsystem, no reboot; ``connect``:
+        every host guest connects to it (True), none (False), or the hosts named."""
         if not re.match(r"^[a-z][a-z0-9]{0,11}$", name) or name == MAIN_MD:
             raise BadInput(f"export name {name!r}: 1-12 lowercase letters/digits, not {MAIN_MD!r}")
         if self.state.export_named(name):
@@ -541,7 +544,8 @@ class Lab:
                                hint="pick free slots (start the lab with --raid-drives K to leave some out)")
         export = self._create_export(level, [int(s) for s in slots], name, f"{SUBSYS_PREFIX}:{self.name}:{name}")
         if connect:
-            self._connect_hosts(export.nqn, lambda text: None)
+            self._connect_hosts(export.nqn, lambda text: None, None if connect is True else [self.guest_name(h)
+                                                                                          for h in connect])
         return export
 
     def remove_export(self, name: str) -> None:
