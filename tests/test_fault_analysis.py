@@ -104,3 +104,16 @@ def test_stall_never_exceeds_the_time_after_injection(values):
     assert 0 <= impact.longest_stall_s <= after + L / 1000
     zero_run = max((len(r) for r in "".join("0" if v == 0 else "1" for v in values[10:]).split("1")), default=0)
     assert impact.longest_stall_s == pytest.approx(zero_run * L / 1000)
+
+
+def test_a_load_that_ended_before_the_recovery_window_ended_gives_no_verdict():
+    """Two pulls that took 19 s to inject at load 10 pushed the restore past the load's time-based end: the
+    empty time after it counted as a stall and 20.7 % throughput, a false VISIBLE. Covered exactly to the end of
+    the recovery window is enough; a millisecond short is not."""
+    # steady 5, fault 6, recover 6: the load runs 5 + 6 + 6 + 2 = 19 s
+    assert analysis.uncovered_windows(19.0, 5.0, 11.0, 6.0, 5.0) is None
+    assert analysis.uncovered_windows(19.0, 7.0, 13.0, 6.0, 5.0) is None               # 2 s late: exactly covered
+    line = analysis.uncovered_windows(19.0, 5.0, 24.0, 6.0, 5.0)                        # the pulls took 19 s
+    assert line.startswith("the load ran 19.0 s, 11.0 s short of the end of the recovery window (restore at 24.0 s")
+    assert "injected at 5.0 s (planned 5 s) and restored 19.0 s later" in line and line.endswith("no verdict")
+    assert analysis.uncovered_windows(19.0, 7.0, 13.001, 6.0, 5.0) is not None

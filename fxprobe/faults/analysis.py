@@ -150,6 +150,22 @@ def load_runtime_ms(fio_json: str | None) -> int | None:
     return max(runtimes) if runtimes and max(runtimes) > 0 else None
 
 
+def uncovered_windows(load_end_s: float, inject_s: float, restore_s: float, recover_s: float,
+                      planned_inject_s: float) -> str | None:
+    """Why the load did not cover the fault and recovery windows (None when it did). Times in seconds from the
+    load's start; ``load_end_s``: the end of its time-based runtime. A fault that takes longer to inject than
+    planned pushes the restore past where the load was planned to run; judged there, the empty time after the
+    load's end would count as a stall and lost throughput (a false VISIBLE), and a stall still running at its
+    end would be cut short (a false INVISIBLE)."""
+    needed = restore_s + recover_s
+    if needed <= load_end_s:
+        return None
+    return (f"the load ran {load_end_s:.1f} s, {needed - load_end_s:.1f} s short of the end of the recovery window "
+            f"(restore at {restore_s:.1f} s + recover_s {recover_s:g} s): the fault was injected at {inject_s:.1f} s "
+            f"(planned {planned_inject_s:g} s) and restored {restore_s - inject_s:.1f} s later; "
+            f"the fault and recovery windows were not covered by the load, so no verdict")
+
+
 def analyse(*, iops: pd.Series, bw: pd.Series, hist: FioHistLog | None, fio_json: str | None,
             log_msec: int, load_start_ms: int, settle_s: float, inject_ms: int, restore_ms: int,
             min_throughput_pct: float, completions: Completions | None = None,

@@ -419,6 +419,13 @@ class FaultRun:
             raise ToolError(early, hint=f"see {self.run.raw}")
         self.logs = _fetch_logs(runner, site.host, self.log_dir, self.run)
         runner.run(["rm", "-rf", self.log_dir], timeout=30, host=site.host, label="logdir-rm")
+        timing = self.scenario.timing
+        uncovered = analysis.uncovered_windows(self.scenario.planned_s + 2, self.inject_t - self.load_started,
+                                               self.restore_t - self.load_started, timing["recover_s"],
+                                               timing["steady_s"])
+        if uncovered and self.overrun is None:
+            raise ToolError(uncovered, hint="run it again with a longer timing.recover_s (the load runs steady_s + "
+                                            "fault_s + recover_s), or find why the fault was slow to inject")
         array_offset = site.array_offset(runner)
         events = []
         for name, bg in self.listeners.items():
