@@ -192,7 +192,11 @@ def test_two_nodes_through_fio_client_server(tmp_path):
     assert set(result.per_node_bw) == {f"127.0.0.1:{port}", f"127.0.0.2:{port}"}
     assert sum(result.per_node_bw.values()) == pytest.approx(result.bandwidth.mean, rel=1e-6)
     assert result.slowest_node in result.per_node_bw
-    assert result.fraction_of_ceiling == pytest.approx(result.bandwidth.mean * 8 / 100e9)
+    # G3's figure: what the nodes moved while both ran (the sum of their own rates stays beside it, not judged)
+    together = result.concurrent
+    assert together.sum_of_rates_bps == result.bandwidth.mean and len(together.spans) == 3
+    assert all(s.windows > 0 and 0 < s.span_s <= s.whole_s for s in together.spans)
+    assert result.fraction_of_ceiling == together.fraction_of_ceiling == pytest.approx(together.aggregate_bps * 8 / 100e9)
     assert result.percentiles_ns[99.0] is not None
     # each node laid out its own files (fio prefixes them with the client's address)
     assert any(p.name.startswith("127.0.0.2.") for p in target.iterdir())

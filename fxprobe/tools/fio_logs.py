@@ -141,9 +141,14 @@ class FleetSeries:
     """Per log window, the sum over hosts (value x factor: bw KiB/s x 1024 -> bytes/s)."""
 
     log_msec: int
-    stamps_ms: np.ndarray    # window start (the fleet's first stamp + k x log_msec)
+    stamps_ms: np.ndarray    # window k's stamp: origin_ms + k x log_msec (fio stamps a window at its end)
     values: np.ndarray       # float64
     hosts: tuple[HostLog, ...]
+    origin_ms: int | None = None    # the fleet's first stamp (window 0); None without samples
+
+    def window_of(self, stamp_ms: int) -> int:
+        """The window a sample stamped ``stamp_ms`` falls in (round((t - origin) / log_msec), as the sums do)."""
+        return (stamp_ms - (self.origin_ms or 0) + self.log_msec // 2) // self.log_msec
 
     @property
     def lines(self) -> int:
@@ -217,7 +222,7 @@ def fleet_series(logs: Iterable[LogSource], log_msec: int, factor: float = 1024,
         hosts.append(host)
     present = np.flatnonzero(windows.seen)
     stamps = (present + windows.low).astype(np.int64) * log_msec + start
-    return FleetSeries(log_msec, stamps, windows.sums[present] * factor, tuple(hosts))
+    return FleetSeries(log_msec, stamps, windows.sums[present] * factor, tuple(hosts), start)
 
 
 def _host_windows(log: LogSource, name: str, width: int, start: int, log_msec: int, ddir: int | None,

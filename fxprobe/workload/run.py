@@ -33,7 +33,7 @@ from fxprobe.host.safety import TargetCheck, check_target
 from fxprobe.tools.blockdev import RemoteSystemView, SystemView
 from fxprobe.tools import fio, fio_logs, procs
 from fxprobe.tools.fio import Node
-from fxprobe.workload import fleet
+from fxprobe.workload import common_span, fleet
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 REPEAT_DIFF_LIMIT_PCT = 5.0
@@ -94,11 +94,13 @@ class RepeatResult:
     per_node_iops: dict = field(default_factory=dict)
     node_bins: dict = field(default_factory=dict, repr=False)     # node -> its json+ bins
     stragglers: fleet.Stragglers | None = None                    # two or more nodes
+    common_span: common_span.CommonSpan | None = None             # two or more nodes (written in the run's concurrent)
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data.pop("bins")
         data.pop("node_bins")
+        data.pop("common_span")
         data["series"] = [list(p) for p in self.series]
         data["iops_series"] = [list(p) for p in self.iops_series]
         data["percentiles_ns"] = {f"p{k:g}": v for k, v in self.percentiles_ns.items()}
@@ -123,11 +125,12 @@ class WorkloadResult:
     per_node_bw: dict               # node -> mean bytes/s over repeats
     slowest_node: str | None
     ceiling_bps: float | None
-    fraction_of_ceiling: float | None
+    fraction_of_ceiling: float | None   # two or more nodes: the common-span aggregate's (concurrent), else bandwidth's
     job_file: str
     notes: tuple[str, ...] = ()
     node_figures: dict = field(default_factory=dict)          # node -> fleet.NodeFigures (two or more nodes)
     hist_logs: fleet.HistLogs | None = None                   # client/server runs: the raw clat_hist logs merged
+    concurrent: common_span.Concurrent | None = None          # two or more nodes: what they moved while all ran
 
     def to_dict(self) -> dict:
         return {"profile": self.profile, "target": self.target, "direction": self.direction,
@@ -141,7 +144,8 @@ class WorkloadResult:
                 "ceiling_bps": self.ceiling_bps, "fraction_of_ceiling": self.fraction_of_ceiling,
                 "job_file": self.job_file, "notes": list(self.notes),
                 "node_figures": {k: v.to_dict() for k, v in self.node_figures.items()},
-                "hist_logs": self.hist_logs.to_dict() if self.hist_logs else None}
+                "hist_logs": self.hist_logs.to_dict() if self.hist_logs else None,
+                "concurrent": self.concurrent.to_dict() if self.concurrent else None}
 
     def lines(self) -> list[str]:
         bw = self.bandwidth
@@ -151,7 +155,8 @@ class WorkloadResult:
             out.append(f"  repeat {r.index}: {r.bw_bytes / 1e6:,.1f} MB/s, {r.iops:,.1f} IOPS, "
                        f"p99 {_ms(r.percentiles_ns.get(99.0))}, steady state "
                        f"{'attained' if r.steady.attained else 'NOT attained'} ({r.steady.detail}); cache: {r.cache}")
-        out.append(f"  bandwidth: mean {bw.mean / 1e6:,.1f} MB/s, spread {bw.spread_pct:.2f} %, "
+        what = "bandwidth (the nodes' own rates added)" if self.concurrent else "bandwidth"
+        out.append(f"  {what}: mean {bw.mean / 1e6:,.1f} MB/s, spread {bw.spread_pct:.2f} %, "
                    f"CV {bw.cv_pct:.2f} % over {len(bw.values)} repeats"
                    + (f"; FLAG: two repeats differ by {bw.max_pair_diff_pct:.1f} % (> {REPEAT_DIFF_LIMIT_PCT:g} %)"
                       if bw.flagged else f"; repeats within {bw.max_pair_diff_pct:.2f} %"))
@@ -167,7 +172,10 @@ class WorkloadResult:
                     f", {own.iops:,.1f} IOPS, p50 {_ms(own.p50_ns)}, p99 {_ms(own.p99_ns)}" if own else ""))
             out.append(f"  slowest node: {self.slowest_node}")
             out += [f"  repeat {r.index}: {r.stragglers.line()}" for r in self.repeats if r.stragglers]
-        if self.fraction_of_ceiling is not None:
+        if self.concurrent:
+            out += [f"  repeat {i}: {s.line()}" for i, s in enumerate(self.concurrent.spans, start=1)]
+            out.append(f"  {self.concurrent.line()}")
+        elif self.fraction_of_ceiling is not None:
             out.append(f"  aggregate {bw.mean * 8 / 1e9:.2f} Gb/s = {self.fraction_of_ceiling * 100:.1f} % "
                        f"of the {self.ceiling_bps / 1e9:g} Gb/s ceiling")
         out += [f"  note: {n}" for n in self.notes]
@@ -570,7 +578,9 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         iops_series=iops_series,
         job_file=str(job), cache=cache, bins=bins, per_node_iops=per_node_iops, node_bins=node_bins,
         stragglers=fleet.stragglers(node_io, fleet.by_node(_job_logs(workdir, f"{prefix}_clat_hist"), _log_labels(nodes)),
-                                    fleet.by_node(bw_logs, _log_labels(nodes)), direction) if len(nodes) > 1 else None)
+                                    fleet.by_node(bw_logs, _log_labels(nodes)), direction) if len(nodes) > 1 else None,
+        common_span=common_span.common_span(fleet.by_node(bw_logs, _log_labels(nodes)), list(_log_labels(nodes).values()),
+                                            log_msec, direction) if len(nodes) > 1 else None)
 
 
 def _log_labels(nodes: Sequence[Node]) -> dict[str, str]:
@@ -595,7 +605,9 @@ def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[N
     per_node = {n: statistics.fmean(r.per_node_bw.get(n, 0.0) for r in results) for n in node_names}
     slowest = min(per_node, key=per_node.get) if len(per_node) > 1 else None
     bw = spread([r.bw_bytes for r in results])
-    fraction = bw.mean * 8 / ceiling_bps if ceiling_bps else None
+    concurrent = common_span.concurrent([r.common_span for r in results], bw.mean, ceiling_bps) \
+        if len(nodes) > 1 else None
+    fraction = concurrent.fraction_of_ceiling if concurrent else (bw.mean * 8 / ceiling_bps if ceiling_bps else None)
     if bw.flagged:
         notes.append(f"repeats differ by {bw.max_pair_diff_pct:.1f} % (> {REPEAT_DIFF_LIMIT_PCT:g} %): "
                      "the result is not reproducible at the promised 5 %")
@@ -612,7 +624,8 @@ def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[N
                                         {n: [r.per_node_iops.get(n, 0.0) for r in results] for n in node_names},
                                         {n: [r.node_bins.get(n, {}) for r in results] for n in node_names})
         if len(node_names) > 1 else {},
-        hist_logs=fleet.hist_logs(list(hists), _log_labels(nodes), _direction(d), sum(bins.values())))
+        hist_logs=fleet.hist_logs(list(hists), _log_labels(nodes), _direction(d), sum(bins.values())),
+        concurrent=concurrent)
 
 
 def run_verdict(result: WorkloadResult) -> Verdict:
