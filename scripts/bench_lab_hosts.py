@@ -17,8 +17,9 @@ tests/histref.py's independent merge of the same raw logs and G3's criteria unde
 lab down.
 
 ``--capture DIR`` also writes the G3 read-back's evidence as test fixtures (what
-tests/test_hosts8_fixture.py reads): its results.json, every clat_hist log gzipped, the G3 rows of both
-gate runs, and a README with this command line and the run's figures. Regenerate them with
+tests/test_hosts8_fixture.py and tests/test_common_span.py read): its results.json, every clat_hist and bw
+log gzipped, the G3 rows of both gate runs, and a README with this command line and the run's figures.
+Regenerate them with
 
     scripts/bench_lab_hosts.py --hosts 8 --capture tests/fixtures/hosts8
 """
@@ -98,7 +99,12 @@ def g3_rows(steps: dict) -> dict:
 
 def readback(step_dir: Path) -> dict:
     workload = json.loads((step_dir / "results.json").read_text()).get("workload") or {}
-    return {"nodes": workload.get("nodes"), "aggregate_MBps": round((workload.get("bandwidth_bytes") or {}).get("mean", 0) / 1e6, 2),
+    concurrent = workload.get("concurrent") or {}
+    return {"nodes": workload.get("nodes"),
+            "sum_of_rates_MBps": round((workload.get("bandwidth_bytes") or {}).get("mean", 0) / 1e6, 2),
+            "common_span_aggregate_MBps": round(concurrent["aggregate_bps"] / 1e6, 2)
+            if concurrent.get("aggregate_bps") is not None else None,
+            "common_spans_s": [(s.get("span_s"), s.get("whole_s")) for s in concurrent.get("spans") or []],
             "fraction_of_ceiling_pct": (workload.get("fraction_of_ceiling") or 0) * 100,
             "json_percentiles_ns": workload.get("percentiles_ns"), "latency_samples": workload.get("latency_samples"),
             "hist_logs": workload.get("hist_logs"), "node_figures": workload.get("node_figures"),
@@ -106,13 +112,14 @@ def readback(step_dir: Path) -> dict:
 
 
 def capture(out: Path, step_dir: Path, result: dict, argv: list[str]) -> None:
-    """The G3 read-back's evidence as fixtures: results.json, the clat_hist logs gzipped, G3's gate rows."""
+    """The G3 read-back's evidence as fixtures: results.json, the clat_hist and bw logs gzipped, G3's gate rows."""
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*_clat_hist.*"):
+    for old in [*out.glob("*_clat_hist.*"), *out.glob("*_bw.*")]:
         old.unlink()
     shutil.copy(step_dir / "results.json", out / "results.json")
     logs = sorted((step_dir / "raw").glob("*_clat_hist.*.log.*"))
-    for log in logs:
+    bw_logs = sorted((step_dir / "raw").glob("*_bw.*.log.*"))
+    for log in logs + bw_logs:
         with open(log, "rb") as source, open(out / (log.name + ".gz"), "wb") as packed, \
                 gzip.GzipFile(log.name, "wb", fileobj=packed, mtime=0) as target:
             shutil.copyfileobj(source, target)
@@ -121,10 +128,12 @@ def capture(out: Path, step_dir: Path, result: dict, argv: list[str]) -> None:
     (out / "README.md").write_text(
         "# G3 read-back of an 8-host lab rehearsal (captured evidence)\n\n"
         f"Written by `{' '.join(argv)}` (scripts/bench_lab_hosts.py), run alone on the lab machine; "
-        "tests/test_hosts8_fixture.py reads it.\n\n"
+        "tests/test_hosts8_fixture.py and tests/test_common_span.py read it.\n\n"
         f"- `results.json`: the rehearsal's G3 step (`fxprobe run ... --nodes host1,...,host{result['hosts']}`) as "
         "written\n"
         f"- `*_clat_hist.N.log.<address>.gz`: its {len(logs)} clat_hist logs as fio's client wrote them, gzipped\n"
+        f"- `*_bw.N.log.<address>.gz`: its {len(bw_logs)} bw logs (what G3's common-span aggregate is computed from), "
+        "gzipped\n"
         "- `g3-gates.json`: G3's row and criteria in both gate runs of the rehearsal\n\n"
         f"The bench's figures for that run: `{json.dumps(figures)}`\n")
 
