@@ -3,8 +3,7 @@
 fio's own total for a client/server run adds up each job's rate, each over its own runtime, so nodes that
 never ran at the same time still add up: eight nodes run one after another, each alone on the array, are
 credited with eight times one node's rate. Here the bytes come from the nodes' bw logs instead
-(``log_unix_epoch``: every sample is stamped with the epoch ms at the end of its window, so the nodes' logs
-share one clock), per repeat:
+(``log_unix_epoch``: every sample is stamped with the epoch ms at the end of its window), per repeat:
 
 - the logs of all nodes are laid on one grid of windows (``tools.fio_logs.fleet_series``: window k holds the
   samples stamped within half a window of origin + k x log_msec, and spans the log_msec before that stamp);
@@ -24,10 +23,13 @@ node's own epoch clock, so nodes whose clocks disagree by more than a window shi
 
 from __future__ import annotations
 
+import json
 import statistics
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from fxprobe.core.data import AsDict
 from fxprobe.tools import fio_logs
@@ -42,6 +44,7 @@ class CommonSpan(AsDict):
     """One repeat's common span (epoch ms; fio stamps a window at its end, so window k spans the log_msec before
     its stamp) and the bytes all nodes moved in it."""
 
+    __pydantic_config__ = ConfigDict(strict=True, extra="forbid")    # how a reader checks it (Concurrent.from_dict)
     nodes: tuple[str, ...]
     log_msec: int
     whole_s: float                 # the fleet's first window start to its last window end
@@ -52,7 +55,7 @@ class CommonSpan(AsDict):
     offset_s: float | None         # its start after the fleet's first window start
     latest_start: str | None       # the node whose first window opens the span
     earliest_end: str | None       # the node whose last window closes it
-    ran_ms: dict                   # node -> [its first window start, its last window end] (epoch ms)
+    ran_ms: dict[str, list[int]]   # node -> [its first window start, its last window end] (epoch ms)
     bytes: float                   # moved by all nodes in the windows inside
     aggregate_bps: float | None    # bytes / span_s; None when the nodes never all ran at once
     reason: str | None = None      # why there is no aggregate
@@ -64,23 +67,6 @@ class CommonSpan(AsDict):
                 f"({self.windows} windows of {self.log_msec} ms, {self.offset_s:.2f} s in, from "
                 f"{self.latest_start}'s first to {self.earliest_end}'s last, edge windows counted whole): "
                 f"{self.bytes / 1e6:,.1f} MB moved, {self.aggregate_bps / 1e6:,.1f} MB/s")
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "CommonSpan":
-        return _typed(cls, data)
-
-
-def _typed(cls, data):
-    """The record as its class (strict: a field missing or unknown is a TypeError naming it)."""
-    if not isinstance(data, dict):
-        raise TypeError(f"{cls.__name__} is not a mapping")
-    names = {f.name for f in fields(cls)}
-    unknown, missing = sorted(set(data) - names), sorted(f.name for f in fields(cls)
-                                                          if f.name not in data and f.name != "reason")
-    if unknown or missing:
-        raise TypeError(f"{cls.__name__}: " + "; ".join(filter(None, [
-            f"missing {', '.join(missing)}" if missing else "", f"unknown {', '.join(unknown)}" if unknown else ""])))
-    return cls(**data)
 
 
 def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec: int, direction: str) -> CommonSpan:
@@ -132,8 +118,10 @@ def _empty(nodes: tuple[str, ...], log_msec: int, whole_s: float, ran: dict, rea
 class Concurrent(AsDict):
     """What G3 judges of a run of two or more nodes: the mean over repeats of each repeat's common-span aggregate,
     as a fraction of the ceiling (None when a repeat's nodes never all ran at once). The nodes' own rates added
-    (fio's total) stand beside it, never judged."""
+    (fio's total) stand beside it, never judged. Written by ``to_dict`` and read back by ``from_dict`` through the
+    same strict check (pydantic over these dataclasses: every field, its type, nothing else)."""
 
+    __pydantic_config__ = ConfigDict(strict=True, extra="forbid")
     nodes: int
     rule: str
     spans: tuple[CommonSpan, ...]          # one per repeat
@@ -144,17 +132,20 @@ class Concurrent(AsDict):
     reason: str | None = None
 
     def to_dict(self) -> dict:
-        data = super().to_dict()
-        data["spans"] = [s.to_dict() for s in self.spans]
+        data = json.loads(json.dumps(super().to_dict()))
+        Concurrent.from_dict(data)                  # what is written is what a reader accepts, or it fails here
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Concurrent":
-        record = _typed(cls, data)
-        if not isinstance(record.spans, (list, tuple)):
-            raise TypeError("Concurrent: spans is not a list")
-        return cls(**{**{f.name: getattr(record, f.name) for f in fields(cls)},
-                      "spans": tuple(CommonSpan.from_dict(s) for s in record.spans)})
+    def from_dict(cls, data) -> "Concurrent":
+        """The record as written in results.json; ValueError naming the first field that is missing, unknown or
+        of another type."""
+        try:
+            return _RECORD.validate_json(json.dumps(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the record"
+            raise ValueError(f"{where}: {first['msg']}") from None
 
     def line(self) -> str:
         """The sentence the terminal and the gate print: what is judged, over which span, and what is not."""
@@ -170,6 +161,9 @@ class Concurrent(AsDict):
                 f" over the {spans} s all {self.nodes} nodes ran at once (of {wholes} s"
                 f"{'' if not many else ' in repeats ' + ', '.join(str(i) for i in range(1, len(self.spans) + 1))}; "
                 f"{RULE}; {unjudged})")
+
+
+_RECORD = TypeAdapter(Concurrent)
 
 
 def concurrent(spans: Sequence[CommonSpan], sum_of_rates_bps: float, ceiling_bps: float | None) -> Concurrent:
