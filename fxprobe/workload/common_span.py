@@ -59,18 +59,26 @@ class CommonSpan(AsDict):
     bytes: float                   # moved by all nodes in the windows inside
     aggregate_bps: float | None    # bytes / span_s; None when the nodes never all ran at once
     reason: str | None = None      # why there is no aggregate
+    logged_bytes: float | None = None   # in all the repeat's bw-log windows, span or not
+    io_bytes: int | None = None    # fio's count for the repeat: a job's last I/O, done after its last log window, is
+    #                                in no window (fio logs a window's bytes at the next sample; a job that ends takes none)
 
     def line(self) -> str:
+        logged = (f"; the bw logs hold {self.logged_bytes / 1e6:,.1f} MB of the {self.io_bytes / 1e6:,.1f} MB fio "
+                  "counted (a job's I/O done after its last log window is in none)"
+                  if self.logged_bytes is not None and self.io_bytes else "")
         if self.aggregate_bps is None:
-            return f"NO common span: {self.reason}"
+            return f"NO common span: {self.reason}{logged}"
         return (f"all {len(self.nodes)} nodes ran at once for {self.span_s:.2f} s of {self.whole_s:.2f} s "
                 f"({self.windows} windows of {self.log_msec} ms, {self.offset_s:.2f} s in, from "
                 f"{self.latest_start}'s first to {self.earliest_end}'s last, edge windows counted whole): "
-                f"{self.bytes / 1e6:,.1f} MB moved, {self.aggregate_bps / 1e6:,.1f} MB/s")
+                f"{self.bytes / 1e6:,.1f} MB moved, {self.aggregate_bps / 1e6:,.1f} MB/s{logged}")
 
 
-def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec: int, direction: str) -> CommonSpan:
-    """The common span of one repeat from every node's bw logs (``bw``: node -> its logs, fio_client names)."""
+def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec: int, direction: str,
+                io_bytes: int | None = None) -> CommonSpan:
+    """The common span of one repeat from every node's bw logs (``bw``: node -> its logs, fio_client names);
+    ``io_bytes``: fio's count for the repeat, recorded beside what the logs hold."""
     nodes = tuple(nodes)
     logs = [log for node in nodes for log in bw.get(node, ())]
     owner = {Path(log).name: node for node in nodes for log in bw.get(node, ())}
@@ -87,9 +95,10 @@ def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec
     low = min((a for a, _ in windows.values()), default=0)
     high = max((b for _, b in windows.values()), default=-1)
     whole_s = (high - low + 1) * log_msec / 1000
+    logged = {"logged_bytes": float(series.values.sum()) * log_msec / 1000, "io_bytes": io_bytes}
     silent = [n for n in nodes if n not in windows]
     if silent:
-        return _empty(nodes, log_msec, whole_s, ran, f"{', '.join(silent)} logged no {direction} bandwidth window "
+        return _empty(nodes, log_msec, whole_s, ran, logged, f"{', '.join(silent)} logged no {direction} bandwidth window "
                       "(no I/O completed in any log window), so the nodes never all ran at once")
     latest = max(nodes, key=lambda n: (windows[n][0], n))
     earliest = min(nodes, key=lambda n: (windows[n][1], n))
@@ -99,7 +108,7 @@ def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec
         return (k - low) * log_msec / 1000
 
     if k0 > k1:
-        return _empty(nodes, log_msec, whole_s, ran, f"the nodes never all ran at once: {latest}'s first window starts "
+        return _empty(nodes, log_msec, whole_s, ran, logged, f"the nodes never all ran at once: {latest}'s first window starts "
                       f"{starts(k0):.2f} s in, after {earliest}'s last window ended ({starts(k1 + 1):.2f} s in)")
     index = (series.stamps_ms - series.origin_ms) // log_msec
     inside = (index >= k0) & (index <= k1)
@@ -107,11 +116,11 @@ def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec
     moved = float(series.values[inside].sum()) * log_msec / 1000
     return CommonSpan(nodes, log_msec, whole_s, count, count * log_msec / 1000,
                       series.origin_ms + (k0 - 1) * log_msec, series.origin_ms + k1 * log_msec, starts(k0),
-                      latest, earliest, ran, moved, moved / (count * log_msec / 1000))
+                      latest, earliest, ran, moved, moved / (count * log_msec / 1000), **logged)
 
 
-def _empty(nodes: tuple[str, ...], log_msec: int, whole_s: float, ran: dict, reason: str) -> CommonSpan:
-    return CommonSpan(nodes, log_msec, whole_s, 0, 0.0, None, None, None, None, None, ran, 0.0, None, reason)
+def _empty(nodes: tuple[str, ...], log_msec: int, whole_s: float, ran: dict, logged: dict, reason: str) -> CommonSpan:
+    return CommonSpan(nodes, log_msec, whole_s, 0, 0.0, None, None, None, None, None, ran, 0.0, None, reason, **logged)
 
 
 @dataclass(frozen=True)

@@ -580,7 +580,8 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
         stragglers=fleet.stragglers(node_io, fleet.by_node(_job_logs(workdir, f"{prefix}_clat_hist"), _log_labels(nodes)),
                                     fleet.by_node(bw_logs, _log_labels(nodes)), direction) if len(nodes) > 1 else None,
         common_span=common_span.common_span(fleet.by_node(bw_logs, _log_labels(nodes)), list(_log_labels(nodes).values()),
-                                            log_msec, direction) if len(nodes) > 1 else None)
+                                            log_msec, direction, int(result.total(direction, "io_bytes")))
+        if len(nodes) > 1 else None)
 
 
 def _log_labels(nodes: Sequence[Node]) -> dict[str, str]:
