@@ -72,3 +72,29 @@ def produced_fault(kind: str, *, errors: int = 0, stall_s: float | None = 0.25, 
     return {"plan": {"kind": kind, "scenario": scenario}, "verdict": verdict, "impact": impact.to_dict(),
             "verify": result.to_dict(), "load_hung": stuck.to_dict() if stuck else None,
             "criteria": [c.to_dict() for c in criteria]}
+
+
+def produced_multi_node(nodes: int, fraction: float | None, ceiling_bps: float = 100e9, *,
+                        sum_of_rates_pct: float | None = None) -> dict:
+    """What `fxprobe run PROFILE --nodes ...` records that G3 reads, serialized by the producer's own classes
+    (common_span.CommonSpan, Concurrent): one repeat whose nodes all ran for 4.75 s of 7.25 s and moved
+    ``fraction`` of the ceiling meanwhile; None: they never all ran at once. The nodes' own rates added are
+    ``sum_of_rates_pct`` of the ceiling (default: the same as the fraction)."""
+    from fxprobe.workload import common_span
+    names = tuple(f"host{i}" for i in range(1, nodes + 1))
+    if fraction is None:
+        span = common_span.CommonSpan(names, 250, 7.25, 0, 0.0, None, None, None, None, None,
+                                      {"host1": [1_000_000, 1_003_750], "host2": [1_004_000, 1_007_250]}, 0.0, None,
+                                      "the nodes never all ran at once: host2's first window starts 4.00 s in, "
+                                      "after host1's last window ended (3.75 s in)")
+    else:
+        rate = fraction * ceiling_bps / 8
+        ran = {n: [1_000_000, 1_007_250] for n in names}
+        ran[names[0]][1], ran[names[-1]][0] = 1_006_000, 1_001_250       # host1 ends first, the last starts last
+        span = common_span.CommonSpan(names, 250, 7.25, 19, 4.75, 1_001_250, 1_006_000, 1.25, names[-1], names[0],
+                                      ran, rate * 4.75, rate)
+    own = (sum_of_rates_pct / 100 if sum_of_rates_pct is not None else fraction or 0.5) * ceiling_bps / 8
+    together = common_span.concurrent([span], own, ceiling_bps)
+    return {"workload": {"profile": "qwen25-32b-cold-restore", "direction": "read", "nodes": list(names),
+                         "ceiling_bps": ceiling_bps, "fraction_of_ceiling": together.fraction_of_ceiling,
+                         "bandwidth_bytes": {"mean": own}, "concurrent": together.to_dict()}}

@@ -18,7 +18,7 @@ from fxprobe.core.verdict import Outcome
 from fxprobe.gates.catalog import GATES, LINE_RATE_NAME, PORT_SPEED_NAME
 from fxprobe.gates.config import DEFAULTS, GateConfig, GatesFile
 from fxprobe.gates.engine import Check, Evidence
-from gate_helpers import fake_run
+from gate_helpers import fake_run, produced_multi_node
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -151,3 +151,17 @@ def test_g3_ttft_reduction_and_throughput_band_agree_with_decimal(baseline, cand
                         ("c8 throughput gain (band high)", gain <= Fraction(high))):
         criterion = judged("g3", cfg, folder, name)
         assert criterion.outcome is (Outcome.PASS if truth else Outcome.FAIL), criterion.line()
+
+
+@SETTINGS
+@given(data=st.data())
+def test_g3_multi_node_read_back_vs_ceiling_agrees_with_decimal(data):
+    """The fraction the producer recorded for what the nodes moved while all ran (workload.concurrent), x 100."""
+    t = data.draw(threshold("g3", "nic_ceiling_min_pct"))
+    fraction = t / 100 if data.draw(st.booleans()) else data.draw(decimals("0", "2", 6))
+    results = produced_multi_node(8, float(fraction))
+    results["workload"]["concurrent"]["fraction_of_ceiling"] = float(fraction)     # exactly the drawn decimal
+    folder = fake_run(Path(tempfile.mkdtemp(dir=WORK)), "run", results)
+    criterion = judged("g3", config("g3", "nic_ceiling_min_pct", t), folder, "multi-node read-back vs NIC ceiling")
+    truth = Fraction(Decimal(repr(float(fraction)))) * 100 >= Fraction(t)
+    assert criterion.outcome is (Outcome.PASS if truth else Outcome.FAIL), (fraction, t, criterion.line())

@@ -11,7 +11,7 @@ from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import DEFAULTS, parse_config
 from fxprobe.gates.engine import lookup
 from fxprobe.core.verdict import Outcome
-from gate_helpers import fake_run, fxprobe, produced_fault
+from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node
 
 ROOT = Path(__file__).parent.parent
 
@@ -41,8 +41,7 @@ def full_evidence(base) -> list[Path]:
                                            "line_rate_source": "/sys/class/net/ens1f0/speed"}),
         fake_run(base, "run", {"baseline_comparison": {"ttft_p50_s": {"measured": 7.9, "reference": 7.53},
                                                        "tok_s": {"measured": 55.0, "reference": 56.6}}}),
-        fake_run(base, "run", {"workload": {"direction": "read", "nodes": [f"host{i}" for i in range(8)],
-                                            "ceiling_bps": 98e9, "fraction_of_ceiling": 0.9306}}),
+        fake_run(base, "run", produced_multi_node(8, 0.9306, 98e9)),
         fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1"],      # single node: not G3
                                             "fraction_of_ceiling": 0.5}}),
         fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [],

@@ -17,7 +17,7 @@ from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, evaluate_all, load_config
 from fxprobe.gates.config import BUYER, JUDGED_TOGETHER, LAB_FILE, THRESHOLD_KEYS, parse_config
 from fxprobe.lab.rehearse import Rehearse, Step
-from gate_helpers import fake_run, fxprobe, produced_fault, runs_of
+from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node, runs_of
 
 ROOT = Path(__file__).parent.parent
 CAPTURED = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
@@ -145,8 +145,7 @@ def lab_scaled_evidence(base: Path) -> list[Path]:
         fake_run(base, "selftest", {"drives_recognized": 24}),
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.96, "mean_bps": 0.0192e9},
                                            "port_speed_bps": 0.02e9, "interface": "l1"}),
-        fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1", "host2"], "ceiling_bps": 100e9,
-                                            "fraction_of_ceiling": 0.004}}),
+        fake_run(base, "run", produced_multi_node(2, 0.004)),
         fake_run(base, "soak", {"duration_s": 30.5, "interruptions": [], "verdict": {"name": "soak", "criteria": [
             VERIFIED]}}),
         fake_run(base, "fault run", produced_fault("drive-pull", stall_s=0.0, throughput_pct=61.0)),

@@ -18,7 +18,8 @@ G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference
 G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain per
       concurrency, re-judged with the current thresholds (see :mod:`fxprobe.gates.g3`)
     ``run`` results with ``workload.direction`` "read" and 2+ ``workload.nodes``:
-      ``workload.fraction_of_ceiling`` x 100 >= g3.nic_ceiling_min_pct, and
+      ``workload.concurrent.fraction_of_ceiling`` (what the nodes moved while ALL ran: the common span
+      of their bw-log windows; none when they never all ran at once: FAIL) x 100 >= g3.nic_ceiling_min_pct, and
       the number of ``workload.nodes``      >= g3.nodes_sharing
 G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >= g4.soak_hours_min,
       ``interruptions`` (a count or a list) <= g4.interruptions_max

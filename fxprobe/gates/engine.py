@@ -376,7 +376,7 @@ class Gate:
 
     key: str                            # "g1" - also the config section
     title: str
-    checks: tuple[Check | OutcomeCheck, ...] = ()
+    checks: tuple[Check | OutcomeCheck | Judge, ...] = ()     # judged in this order, before the extras
     extras: tuple[Extra | Judge, ...] = field(default_factory=tuple)
     notes: tuple[Callable[[Evidence, GateConfig], list[str]], ...] = ()   # information lines, never judged
 

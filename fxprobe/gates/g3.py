@@ -14,10 +14,17 @@ users in a multi_round_qa CSV); a single candidate and a single baseline pair un
 levels differ. Two results at one level on one side are refused (pass one per level). A candidate without a baseline (or the
 reverse) gives a "not run" criterion naming the missing file.
 
-The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) is
-declared :class:`~fxprobe.gates.engine.Check` s on ``fxprobe run PROFILE --nodes ...``
-results with two or more nodes and direction "read": ``workload.fraction_of_ceiling`` x 100
->= ``g3.nic_ceiling_min_pct`` and ``len(workload.nodes)`` >= ``g3.nodes_sharing``.
+The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) reads
+``fxprobe run PROFILE --nodes ...`` results with two or more nodes and direction "read":
+
+* ``workload.concurrent`` (:class:`~fxprobe.workload.common_span.Concurrent`, read through its own type): the
+  bytes all nodes moved while every one of them was running (each repeat's common span of bw-log windows), per
+  second, as a fraction of the ceiling x 100 >= ``g3.nic_ceiling_min_pct``. The sum of the nodes' own rates
+  (fio's total, which credits nodes run one after another as if they had run at once) is printed beside it,
+  never judged. A repeat whose nodes never all ran at once gives no fraction: FAIL, with the reason (the run
+  shows no sharing at all). A run folder without the record (written by an fxprobe that judged the sum) is
+  ERROR, never judged the old way;
+* ``len(workload.nodes)`` >= ``g3.nodes_sharing``.
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ from fxprobe.core.data import AsDict
 from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Gate, Judge, Requirement, RunRecord, errored
+from fxprobe.gates.engine import (MISSING, Check, Evidence, Gate, Judge, Requirement, RunRecord, did_not_run,
+                                  errored)
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, Verdict, exact, format_number
+from fxprobe.workload.common_span import Concurrent
 
 TTFT_KEYS = ("p50", "p90", "p99")
 
@@ -42,12 +51,49 @@ MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --node
                          at_least=(("workload.nodes", 2),))
 BENCHMARKS = Requirement("G3 benchmark comparison", "fxprobe gate g3 --candidate FILE --baseline FILE",
                          commands=("gate g3",), has_field="g3.comparisons")
-MULTI_NODE_CHECKS = (
-    Check("multi-node read-back vs NIC ceiling", MULTI_NODE, "workload.fraction_of_ceiling", ">=",
-          "nic_ceiling_min_pct", unit="%", scale=100,
-          context=(("ceiling Gb/s", "workload.ceiling_bps", 1e-9), ("profile", "workload.profile"))),
-    Check("nodes sharing one array", MULTI_NODE, "workload.nodes", ">=", "nodes_sharing", count=True),
-)
+CEILING = "multi-node read-back vs NIC ceiling"
+CONCURRENT = "workload.concurrent"
+
+
+def ceiling_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+    """Every multi-node read-back run: what its nodes moved while all of them ran, against the ceiling."""
+    threshold = config.get("g3", "nic_ceiling_min_pct")
+    runs = evidence.matching(MULTI_NODE)
+    if not runs:
+        return [MULTI_NODE.absent(CEILING, threshold, ">=", "%")]
+    criteria = []
+    for run in runs:
+        name = CEILING if len(runs) == 1 else f"{CEILING} [{run.label}]"
+        criteria.append(errored(name, run, threshold, ">=", "%") if run.errored else
+                        _ceiling_one(name, run, threshold))
+    return criteria
+
+
+def _ceiling_one(name: str, run: RunRecord, threshold: float) -> Criterion:
+    def problem(outcome: Outcome, text: str) -> Criterion:
+        return Criterion(name, outcome, None, threshold, ">=", "%", text, run.evidence)
+
+    data = run.get(CONCURRENT)
+    if data is MISSING or data is None:
+        if run.outcome == Outcome.NOT_RUN.value:
+            return did_not_run(name, run, threshold, ">=", "%")
+        return problem(Outcome.ERROR, f"{run.evidence} has no {CONCURRENT!r}: written by an fxprobe that judged the "
+                       "sum of the nodes' own rates (nodes run one after another count as if at once); run it again")
+    try:
+        record = Concurrent.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        return problem(Outcome.ERROR, f"{run.evidence}: {CONCURRENT} is malformed ({exc})")
+    context = [f"profile {run.get('workload.profile', '?')}"]
+    if record.aggregate_bps is None:
+        return problem(Outcome.FAIL, f"{record.line()}; {', '.join(context)}")
+    if record.fraction_of_ceiling is None:
+        return problem(Outcome.ERROR, f"no ceiling was given to the run (--ceiling or --ceiling-from): {record.line()}")
+    try:
+        measured = exact(record.fraction_of_ceiling) * 100
+    except ValueError as exc:
+        return problem(Outcome.ERROR, f"{run.evidence}: {CONCURRENT}.fraction_of_ceiling {exc}")
+    return Criterion.compare(name, measured, ">=", threshold, unit="%", detail="; ".join([record.line(), *context]),
+                             evidence=run.evidence)
 
 
 @dataclass(frozen=True)
@@ -246,6 +292,10 @@ def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criter
 
 
 BENCHMARK_NAME = "TTFT reduction and throughput gain"
+MULTI_NODE_CHECKS = (
+    Judge(CEILING, ("nic_ceiling_min_pct",), ceiling_criteria),
+    Check("nodes sharing one array", MULTI_NODE, "workload.nodes", ">=", "nodes_sharing", count=True),
+)
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(
     Judge(BENCHMARK_NAME, ("ttft_reduction_min_pct", "throughput_gain_min_pct", "throughput_gain_max_pct"),
           g3_benchmark_criteria),))
