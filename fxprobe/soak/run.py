@@ -79,16 +79,14 @@ def _same_process(pid: int | None, argv: list[str] | None, create_time: float | 
 
 
 def _stop(process: psutil.Process, group: bool) -> None:
+    from fxprobe.tools.procs import wait_gone
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig) if group else process.send_signal(sig)
         except (ProcessLookupError, psutil.NoSuchProcess):
             return
-        try:
-            process.wait(timeout=10)
+        if not wait_gone([process], 10):
             return
-        except psutil.TimeoutExpired:
-            continue
 
 
 def kill_orphan(fio_state: FioState) -> str:

@@ -73,6 +73,24 @@ def alive(pid: int | None, started: float | None = None) -> bool:
         return False
 
 
+def wait_gone(processes: list, timeout: float) -> list:
+    """Those of ``processes`` (psutil.Process) still running after up to ``timeout`` s. A zombie has stopped: the
+    process that inherited an orphan (init) reaps it when it does, which psutil's wait would wait for."""
+    import psutil
+    deadline = time.monotonic() + timeout
+    while True:
+        live = []
+        for process in processes:
+            try:
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    live.append(process)
+            except psutil.NoSuchProcess:
+                pass
+        if not live or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.05)
+
+
 def matching(argv: list[str], pid: int | None = None) -> dict:
     """{"pid_runs_it": bool|None, "pids": [...]}: processes whose command line is exactly ``argv``."""
     import psutil
@@ -112,7 +130,7 @@ def stop_load(argv: list[str], pid: int | None = None, grace_s: float = 5.0) -> 
                     process.send_signal(sig)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
-        psutil.wait_procs(live, timeout=grace_s)
+        wait_gone(live, grace_s)
     left = matching(argv)["pids"]
     return {"found": found, "stopped": [p for p in found if p not in left], "left": left,
             "pid_runs_it": seen["pid_runs_it"]}
