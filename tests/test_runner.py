@@ -9,8 +9,6 @@ from fxprobe.core.hosts import SshHost
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 
-pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
-
 
 @pytest.fixture
 def run(tmp_path):
@@ -44,6 +42,7 @@ def test_a_command_runs_in_the_folder_given_and_the_record_says_so(run, tmp_path
         Runner(run).run(["pwd"], timeout=10, cwd=folder, host=SshHost("n1", "192.0.2.1"))
 
 
+@pytest.mark.alone   # a 0.3 s timeout measured on this machine's clock
 def test_timeout_kills_and_is_recorded(run):
     result = Runner(run).run(["sleep", "5"], timeout=0.3)
     assert result.timed_out and result.returncode is None
@@ -112,12 +111,15 @@ def test_ssh_that_never_reached_the_command_is_told_apart_from_a_failed_command(
     assert not never_connected(result(255, "fio: some error\n"))
 
 
+@pytest.mark.alone   # the call returns within a time measured here
 def test_a_command_whose_own_processes_keep_its_output_open_still_returns(tmp_path, monkeypatch):
     """fio's job processes live in sessions of their own and can outlive a killed main process while
-    holding its output pipe; the call returns ORPHAN_GRACE_S after the command ended, and kills them."""
+    holding its output pipe; the call returns ORPHAN_GRACE_S after the command ended (+ DRAIN_S: its
+    output did not end when the command's group was killed), and kills them."""
     import psutil
     from fxprobe.core import runner as runner_module
     monkeypatch.setattr(runner_module, "ORPHAN_GRACE_S", 1.0)
+    monkeypatch.setattr(runner_module, "DRAIN_S", 0.5)
     marker = tmp_path / "orphan.pid"
     script = ("import subprocess, sys; p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
               f"open({str(marker)!r}, 'w').write(str(p.pid)); sys.exit(3)")
@@ -134,6 +136,7 @@ def test_a_command_whose_own_processes_keep_its_output_open_still_returns(tmp_pa
 
 
 def test_input_reaches_a_command_that_takes_longer_than_one_poll(tmp_path):
-    """The input is sent once, also when the command runs past the first poll (communicate is called again)."""
-    result = Runner(RunDir.create(tmp_path, "t")).run(["sh", "-c", "sleep 2.5; cat"], timeout=60, input="A 1\nB 2\n")
+    """The input is sent once, also when the command runs past the first poll (communicate is called again;
+    a poll lasts at most 1 s)."""
+    result = Runner(RunDir.create(tmp_path, "t")).run(["sh", "-c", "sleep 1.5; cat"], timeout=60, input="A 1\nB 2\n")
     assert result.returncode == 0 and result.stdout == "A 1\nB 2\n"

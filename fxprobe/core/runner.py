@@ -21,6 +21,7 @@ from fxprobe.core.hosts import LOCAL, Host, LocalHost
 from fxprobe.core.rundir import RunDir, utc_stamp
 
 ORPHAN_GRACE_S = 10.0   # how long a finished command's own processes may keep its output open
+DRAIN_S = 5.0           # after the kill: how long the output may take to end before its pipes' holders are killed
 
 
 def _communicate(process: subprocess.Popen, input: str | None, timeout: float) -> tuple[str, str, bool]:
@@ -53,7 +54,7 @@ def _drain(process: subprocess.Popen) -> tuple[str, str]:
     (they left its session) are found by the pipes' inodes in /proc and killed too."""
     for attempt in range(3):
         try:
-            return process.communicate(timeout=5)
+            return process.communicate(timeout=DRAIN_S)
         except subprocess.TimeoutExpired:
             for pid in _pipe_holders(process):
                 try:
