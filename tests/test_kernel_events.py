@@ -14,8 +14,6 @@ from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
 from fxprobe.tools import kernel_events
 
-pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
-
 FIXTURES = Path(__file__).parent / "fixtures" / "netlink"
 
 
@@ -65,9 +63,10 @@ def test_truncated_and_foreign_messages_are_skipped():
         {"action": "RTM_NEWLINK", "device": "l1", "operstate": "UP"}]
 
 
+@pytest.mark.alone   # it changes lo's MTU (the machine's, seen by every test) inside the listener's 2 s window
 def test_the_listener_runs_here_and_sees_a_link_change():
     """On this machine's kernel: the listener reports ready, then the RTM_NEWLINK of an MTU change on lo."""
-    process = subprocess.Popen([sys.executable, "-m", "fxprobe.tools.kernel_events", "--seconds", "3"],
+    process = subprocess.Popen([sys.executable, "-m", "fxprobe.tools.kernel_events", "--seconds", "2"],
                                stdout=subprocess.PIPE, text=True)
     first = json.loads(process.stdout.readline())
     assert first["source"] == "listener" and first["text"] == "started"

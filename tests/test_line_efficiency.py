@@ -11,8 +11,6 @@ from fxprobe.network import roce
 from fxprobe.cli.main import main
 from netns import VethPair, require_netns
 
-pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
-
 
 def test_100gbe_arithmetic():
     assert roce.line_efficiency(83e9, 100e9) == pytest.approx(0.83)
@@ -51,6 +49,7 @@ def _measure(pair: VethPair, tmp_path, rate_mbit: int, threshold: float):
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+@pytest.mark.alone   # judges the TCP throughput measured here against the throttled rate
 def test_throttled_tcp_link_reports_the_throttled_fraction(tmp_path):
     """Receiver side throttled: 100 Mb/s 'line' passes 0.83; the same link at 50 Mb/s fails near 0.5."""
     require_netns()

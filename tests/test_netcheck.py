@@ -7,8 +7,6 @@ import pytest
 from fxprobe.network.roce import netdev_mtu_for_roce
 from netns import VethPair, require_netns
 
-pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
-
 
 def fxprobe_in(pair: VethPair, tmp_path, *args):
     argv = pair.in_a([sys.executable, "-m", "fxprobe.cli.main", "--run-dir", str(tmp_path / "run"), "--json", *args])

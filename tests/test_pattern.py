@@ -17,8 +17,6 @@ from fxprobe.workload.profiles import derive, load_profile
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 
-pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
-
 
 def test_parse_this_machines_diskstats():
     stats = parse_diskstats(Path("/proc/diskstats").read_text())
