@@ -285,7 +285,7 @@ def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, vet
     """The whole host path for real: netlink fault, fio load on a loop device, logs, verdict, PNG."""
     scenario = tmp_path / "veth-cut.toml"
     scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n'
-                        f'[timing]\nsteady_s = 4\nsettle_s = 1\nfault_s = 3\nrecover_s = 2\n'
+                        f'[timing]\nsteady_s = 3\nsettle_s = 1\nfault_s = 2\nrecover_s = 1\n'
                         f'[load]\ntarget = "{loop_device}"\nlog_msec = 500\nregion = "16M"\n'
                         f'[criteria]\nmax_p99_ratio = 1000.0\nmin_throughput_pct = 20.0\n')
     # the verify layout writes the loop device: it must be allowed as a write target
