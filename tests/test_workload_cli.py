@@ -16,8 +16,6 @@ import pytest
 
 from fxprobe.cli.main import main
 
-pytestmark = pytest.mark.alone   # its verdicts measure time/throughput here: run alone
-
 
 @dataclass
 class Done:
@@ -129,7 +127,7 @@ def test_real_run_json(fxprobe, tmp_path):
     target = tmp_path / "t"
     target.mkdir()
     done = fxprobe(tmp_path, "--json", "run", "small-file-dataset", "--target", str(target), "--size", "16M",
-                   "--set", "jobs=2", "--runtime", "1", "--ramp", "0.5", "--repeats", "3")
+                   "--set", "jobs=2", "--runtime", "1", "--ramp", "0", "--repeats", "3")
     assert done.returncode in (0, 1), done.stderr
     data = json.loads(done.stdout)
     wl = data["workload"]

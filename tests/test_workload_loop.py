@@ -15,10 +15,9 @@ from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
 from fxprobe.workload.run import run_profile
 
-pytestmark = [pytest.mark.alone,   # its verdicts measure time/throughput here: run alone
-              pytest.mark.skipif(
+pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("losetup") or not shutil.which("fio") or not os.path.exists("/dev/loop-control"),
-    reason="needs root, losetup, fio and /dev/loop-control")]
+    reason="needs root, losetup, fio and /dev/loop-control")
 
 
 def digest(path: Path) -> str:
@@ -48,7 +47,7 @@ def test_run_on_a_loop_device(loop, tmp_path):
     device, backing = loop
     run = RunDir.create(tmp_path / "runs", "run")
     result = run_profile("qwen25-32b-cold-restore", device, runner=Runner(run),
-                         allow=(f"loop:{backing}",), runtime=2, ramp=0.5, max_bytes=64 << 20)
+                         allow=(f"loop:{backing}",), runtime=1, ramp=0.5, max_bytes=64 << 20)
     assert result.target_check.safe and result.target_check.identity == f"loop:{backing}"
     assert len(result.repeats) == 3 and result.bandwidth.mean > 0
     assert result.percentiles_ns[99.0] == fio.percentile_from_bins(
