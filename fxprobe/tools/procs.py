@@ -120,8 +120,8 @@ def stop_load(argv: list[str], pid: int | None = None, grace_s: float = 5.0) -> 
             processes.append(psutil.Process(number))
         except psutil.NoSuchProcess:
             continue
+    live = wait_gone(processes, 0)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        live = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         if not live:
             break
         for process in live:
@@ -130,7 +130,7 @@ def stop_load(argv: list[str], pid: int | None = None, grace_s: float = 5.0) -> 
                     process.send_signal(sig)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
-        wait_gone(live, grace_s)
+        live = wait_gone(live, grace_s)
     left = matching(argv)["pids"]
     return {"found": found, "stopped": [p for p in found if p not in left], "left": left,
             "pid_runs_it": seen["pid_runs_it"]}

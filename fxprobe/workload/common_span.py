@@ -33,10 +33,10 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from fxprobe.core.data import AsDict
 from fxprobe.tools import fio_logs
+from fxprobe.workload import fleet
 
 RULE = ("log windows from the latest node's first bw-log window to the earliest node's last, both edge windows "
         "counted whole; a window's bytes are its bandwidth summed over the nodes x the window")
-DDIR = {name: ddir for ddir, name in fio_logs.DDIR_NAMES.items()}
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def common_span(bw: Mapping[str, Sequence[Path]], nodes: Sequence[str], log_msec
     nodes = tuple(nodes)
     logs = [log for node in nodes for log in bw.get(node, ())]
     owner = {Path(log).name: node for node in nodes for log in bw.get(node, ())}
-    series = fio_logs.fleet_series(logs, log_msec, ddir=DDIR[direction])
+    series = fio_logs.fleet_series(logs, log_msec, ddir=fleet.DDIR[direction])
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for host in series.hosts:

@@ -571,17 +571,21 @@ def _repeat(index: int, result: fio.FioResult, d: Derivation, workdir: Path, pre
     runtime_s = max((j.direction(direction).runtime_ms for j in result.jobs if j.direction(direction)), default=0) / 1000
     ios = result.total(direction, "total_ios")
     steady = steady_state(series, d.steady_tolerance_pct, log_msec, ios / runtime_s if runtime_s else None)
+    io_bytes = int(result.total(direction, "io_bytes"))
+    stragglers = span = None
+    if len(nodes) > 1:          # per node: the straggler view, and the span in which all nodes ran
+        log_labels = _log_labels(nodes)
+        bw_by_node = fleet.by_node(bw_logs, log_labels)
+        stragglers = fleet.stragglers(node_io, fleet.by_node(_job_logs(workdir, f"{prefix}_clat_hist"), log_labels),
+                                      bw_by_node, direction)
+        span = common_span.common_span(bw_by_node, list(log_labels.values()), log_msec, direction, io_bytes)
     return RepeatResult(
         index=index, bw_bytes=result.total(direction, "bw_bytes"), iops=result.total(direction, "iops"),
-        io_bytes=int(result.total(direction, "io_bytes")), per_node_bw=per_node, steady=steady,
+        io_bytes=io_bytes, per_node_bw=per_node, steady=steady,
         percentiles_ns={p: fio.percentile_from_bins(bins, p) for p in PERCENTILES}, series=series,
         iops_series=iops_series,
         job_file=str(job), cache=cache, bins=bins, per_node_iops=per_node_iops, node_bins=node_bins,
-        stragglers=fleet.stragglers(node_io, fleet.by_node(_job_logs(workdir, f"{prefix}_clat_hist"), _log_labels(nodes)),
-                                    fleet.by_node(bw_logs, _log_labels(nodes)), direction) if len(nodes) > 1 else None,
-        common_span=common_span.common_span(fleet.by_node(bw_logs, _log_labels(nodes)), list(_log_labels(nodes).values()),
-                                            log_msec, direction, int(result.total(direction, "io_bytes")))
-        if len(nodes) > 1 else None)
+        stragglers=stragglers, common_span=span)
 
 
 def _log_labels(nodes: Sequence[Node]) -> dict[str, str]:
