@@ -27,12 +27,28 @@ settings.register_profile("fxprobe", deadline=None)
 settings.load_profile("fxprobe")
 
 
+# scripts/test hands the lab_parallel tests to its two workers a file at a time (--dist loadfile), in the order
+# collected: the longest files first, so that the short ones fill in at the end instead of one long file running
+# alone on one worker at the end. Seconds each file took in part 2 of a CI-like run (main 61ad837, two labs and
+# part 1 beside it; the rehearsal and the soak measured after they joined or changed); a file not named goes after
+# these. Only the order changes, never what runs.
+LAB_PARALLEL_SECONDS = {
+    "test_lab_g1.py": 213, "test_lab_recover.py": 183, "test_lab.py": 163, "test_fault_lab.py": 160,
+    "test_lab_rehearse.py": 154, "test_soak_lab.py": 118, "test_lab_verify.py": 77, "test_lab_workload.py": 70,
+    "test_lab_target_control.py": 67, "test_lab_fleet.py": 64, "test_lab_netcheck_both_ends.py": 59,
+    "test_lab_raid_geometry.py": 48, "test_lab_fault_tune.py": 36, "test_lab_connect_iface.py": 13,
+}
+
+
 def pytest_collection_modifyitems(items):
     """A test that takes the ``lab`` fixture is a lab test, marked or not: scripts/test runs the tests
-    without the lab on two workers and must never boot a lab (or load the machine) beside the lab tests."""
+    without the lab on two workers and must never boot a lab (or load the machine) beside the lab tests.
+    The lab_parallel tests come first, longest file first (LAB_PARALLEL_SECONDS); the others keep their order."""
     for item in items:
         if "lab" in getattr(item, "fixturenames", ()) and item.get_closest_marker("lab") is None:
             item.add_marker(pytest.mark.lab)
+    items.sort(key=lambda item: -LAB_PARALLEL_SECONDS.get(item.path.name, 0.5)
+               if item.get_closest_marker("lab_parallel") else 0)
 
 
 def lab_required() -> bool:

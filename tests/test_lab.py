@@ -155,6 +155,7 @@ def test_must_show_3_drive_pull_degrades_md_and_namespace_stays_readable(lab):
     wait_for(lambda: not md(lab)["degraded"] and not md(lab)["action"], 240, "md recovery to finish", step=5)
 
 
+@pytest.mark.lab_parallel   # judges no throughput: ib_read_bw's result line is there, not what it measured
 def test_must_show_4_rdma_gids_connect_and_ib_read_bw(lab):
     info = {g: lab.guest_info(g)["rdma"] for g in ("array", "host2")}
     for guest, ports in info.items():

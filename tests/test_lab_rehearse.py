@@ -20,6 +20,9 @@ SHORT = {"drive-pull": {"steady_s": 6, "settle_s": 2, "fault_s": 6, "recover_s":
          "link-down-tuned": {"steady_s": 6, "settle_s": 2, "fault_s": 10, "recover_s": 4}}
 
 
+# judges no time: every step's evidence, and the tables printed = the evidence = the report; what the lab-scaled gates
+# decide (throughput, stalls) is not asserted here, so it runs beside another lab (scripts/test's part 2)
+@pytest.mark.lab_parallel
 def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp_path, capsys):
     run_dir = tmp_path / "rehearse"
     faults = [str(scenario_file(tmp_path, name, timing=timing, load={"region": "2M"})) for name, timing in SHORT.items()]

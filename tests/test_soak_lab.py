@@ -4,11 +4,11 @@ below md into the region the soak reads fail its data check naming the offset (i
 twin): one soak for all three.
 
 ``fxprobe soak --metrics-port`` runs inside host1 (2 NVMe/TCP paths to the array), its port forwarded
-to loopback here; half-way through, the link that carries the I/O is cut for 25 s and restored.
+to loopback here; half-way through, the link that carries the I/O is cut (20 s in CI) and restored.
 Prometheus (Debian's package, installed by scripts/setup) runs on a loopback port with a temporary
 config and storage. Its HTTP API must then hold the bandwidth series and a path-lost interruption
 counter that went from 0 to at least 1 during the cut. The soak's stderr is not a terminal: it must
-print at most one status line per interval. The CI version lasts 75 s; the 10-minute version is run
+print at most one status line per interval. The CI version lasts 50 s (a 20 s cut from 15 s in); the 10-minute version is run
 by hand with FXPROBE_SOAK_LAB_S=600 FXPROBE_SOAK_LAB_CUT_S=30 (its run folder is kept in the test's
 tmp_path). FXPROBE_TEST_LAB=<name> runs it in a lab that is already up (any lab whose host1 has 2 links).
 """
@@ -35,9 +35,9 @@ from labcli import first_data_member, put_back_below_md, see_current_code, zeros
 pytestmark = pytest.mark.lab
 
 # the suite's version; FXPROBE_SOAK_LAB_S=600 FXPROBE_SOAK_LAB_CUT_S=30 runs the 10-minute one by hand
-SOAK_S = int(os.environ.get("FXPROBE_SOAK_LAB_S", "75"))
+SOAK_S = int(os.environ.get("FXPROBE_SOAK_LAB_S", "50"))
 STALL_S = 5
-CUT_S = int(os.environ.get("FXPROBE_SOAK_LAB_CUT_S", "25"))
+CUT_S = int(os.environ.get("FXPROBE_SOAK_LAB_CUT_S", "20"))
 HOST = "host1"
 GUEST_PORT = 9464
 
@@ -124,7 +124,7 @@ def prometheus(tmp_path):
             process.wait(timeout=10)
 
 
-@pytest.mark.lab_parallel   # a 25 s cut stalls the I/O for longer than the 5 s limit at any load (the default
+@pytest.mark.lab_parallel   # a 20 s cut stalls the I/O for longer than the 5 s limit at any load (the default
 # timeouts fail over after ~15 s); the guest's stamps are compared through the measured clock offset
 def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(lab, tmp_path, prometheus):
     prom_port, targets, ready = prometheus
@@ -181,7 +181,7 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
     assert "Traceback" not in err, err[-2000:]
     results = json.loads((host_dir / "results.json").read_text())
     assert code == 1 and results["outcome"] == "fail", err[-2000:]
-    assert results["samples"] > 10 and results["duration_s"] >= SOAK_S - 3
+    assert results["samples"] >= SOAK_S // 5 - 2 and results["duration_s"] >= SOAK_S - 3   # a 5 s sample interval
     cut_at, up_at = when(cut["at"]), when(restored["at"])
     # the soak stamps its records with the guest's clock, the cut is stamped with this machine's: a TCG
     # guest's clock drifts from it (CI saw a path lost 7.4 s "before" the cut), so the guest's stamps are
