@@ -31,3 +31,27 @@ def test_fio_start_up_and_the_unmonitored_gap_are_not_covered():
 def test_a_quick_first_report_counts_from_the_segment_start():
     records = [start(), {"type": "segment", "seg": 1, "ts": 100.0}, sample(1, 100.5, 10), sample(1, 110.0, 99)]
     assert summarize(records).duration_s == 10
+
+
+def covering(planned_s, covered_s):
+    records = [{**start(), "planned_s": planned_s}, {"type": "segment", "seg": 1, "ts": 100.0}]
+    if covered_s:
+        records += [sample(1, 100.5, 10), sample(1, 100.0 + covered_s, 99)]
+    criterion = next(c for c in summarize(records).verdict().criteria if c.name == "load covered the planned time")
+    return criterion
+
+
+def test_a_soak_of_3_s_or_less_must_still_cover_half_its_time():
+    # the 3 s end tolerance alone let a 3 s soak pass having run no load at all ("0 s, need >= 0")
+    nothing = covering(3, 0)
+    assert nothing.outcome.value == "fail" and nothing.threshold == 1.5, nothing
+    assert "1.5 s end tolerance (the larger of 3 s and 0.1 % of the planned time, at most half of it)" in nothing.detail
+    assert covering(4, 2).outcome.value == "pass" and covering(4, 1.9).outcome.value == "fail"
+    assert covering(10, 7).outcome.value == "pass" and covering(10, 6.9).outcome.value == "fail"
+
+
+def test_the_end_tolerance_of_a_72_h_soak_is_0_1_percent():
+    from fxprobe.soak import end_tolerance_s
+    assert end_tolerance_s(72 * 3600) == 259.2 and end_tolerance_s(600) == 3 and end_tolerance_s(2) == 1
+    assert covering(72 * 3600, 72 * 3600 - 259.2).outcome.value == "pass"
+    assert covering(72 * 3600, 72 * 3600 - 259.4).outcome.value == "fail"

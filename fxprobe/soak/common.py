@@ -19,6 +19,18 @@ MAX_RESTARTS = 5             # fio deaths tolerated before the soak gives up
 END_TOLERANCE_S = 3.0        # fio ending this close to the planned end is a normal end
 STATUS_INTERVAL_S = 1.0      # fio --status-interval of the soak's load
 
+
+def end_tolerance_s(planned_s: float) -> float:
+    """How far short of the planned time the load may end and still count as covering it: 3 s or 0.1 % of the
+    planned time, whichever is more, but never more than half of it (a soak of 3 s or less would otherwise run
+    no load at all and still have covered its time)."""
+    return min(max(END_TOLERANCE_S, planned_s * 0.001), planned_s / 2)
+
+
+def end_tolerance_text(planned_s: float) -> str:
+    return (f"{end_tolerance_s(planned_s):g} s end tolerance (the larger of {END_TOLERANCE_S:g} s and 0.1 % of the "
+            "planned time, at most half of it)")
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 

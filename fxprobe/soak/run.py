@@ -17,7 +17,7 @@ from fxprobe.host import telemetry
 from fxprobe.core.errors import BadInput, NotRunnable, ParseError, ToolError
 from fxprobe.core.rundir import RESULTS, RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.soak.common import END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, hms, stamp
+from fxprobe.soak.common import END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, end_tolerance_s, hms, stamp
 from fxprobe.core.status import Status
 from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
@@ -219,13 +219,14 @@ class Soak:
         reason = "planned time covered"
         self.status.phase("load", planned_s=self.config.planned_s, done_s=covered)
         try:
-            while self.config.planned_s - covered > END_TOLERANCE_S:
+            tolerance = end_tolerance_s(self.config.planned_s)
+            while self.config.planned_s - covered > tolerance:
                 segment = self.state.segments + 1
                 self.covered_before = covered
                 code, ran = self._segment(segment, self.config.planned_s - covered)
                 covered += ran
                 left = self.config.planned_s - covered
-                if left <= END_TOLERANCE_S:
+                if left <= tolerance:
                     break
                 restarts += 1
                 if restarts > MAX_RESTARTS:
@@ -283,7 +284,7 @@ class Soak:
         if self.vplan.enabled:
             self.log.append(verify_tail.finish().record(ended, stamp(ended), "load", self.read_bytes, segment))
         ran = (last_ts - started) if last_ts else 0.0
-        if runtime - ran > END_TOLERANCE_S:
+        if runtime - ran > min(END_TOLERANCE_S, runtime / 2):     # fio ended early: an interruption
             _, err = background.output()
             tail = (err.strip().splitlines() or ["no message"])[-1][:200]
             for record in self.monitor.fio_ended(last_ts or started,

@@ -6,7 +6,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from fxprobe.core.errors import ParseError
-from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, STATUS_INTERVAL_S, hms
+from fxprobe.soak.common import RECORDS, STATUS_INTERVAL_S, end_tolerance_s, end_tolerance_text, hms
 import fxprobe.soak.verify as soak_verify
 from fxprobe.soak.monitor import Interruption
 from fxprobe.soak.records import (RECORD_TYPES, EndRecord, HealthRecord, InterruptionEndRecord, InterruptionRecord,
@@ -54,14 +54,14 @@ class SoakSummary:
         return data
 
     def verdict(self) -> Verdict:
-        tolerance = max(END_TOLERANCE_S, self.planned_s * 0.001)
+        tolerance = end_tolerance_s(self.planned_s)
         kinds = ", ".join(f"{k} {n}" for k, n in _counts(self.interruptions).items()) or "none"
         return Verdict("soak", (
             Criterion.compare("interruptions", len(self.interruptions), "<=", 0,
                               detail=f"{kinds}; stall limit {self.stall_s:g} s"),
             Criterion.compare("load covered the planned time", round(self.duration_s, 1), ">=",
                               round(self.planned_s - tolerance, 1), unit="s",
-                              detail=f"planned {self.planned_s:g} s, {tolerance:g} s end tolerance"),
+                              detail=f"planned {self.planned_s:g} s, {end_tolerance_text(self.planned_s)}"),
             self.verify_criterion(),
         ))
 
