@@ -87,10 +87,11 @@ def main_namespace(lab) -> tuple[str, str]:
     return out[0], out[1]
 
 
-# the orphaned fio must outlive the resume's start, or it ends by itself and there is nothing to stop:
-# a resume stopped it 30-40 s after the kill in a TCG guest (16 jobs: later than their end, 30 s runs);
-# 4 jobs, and a load that runs ~50 s past the kill
-SOAK_S = 60
+# the orphaned fio must outlive the resume's start, or it ends by itself and there is nothing to stop: killed after
+# its first 2 samples (~4 s of load), it has ~40 s left to run; the resume stopped it ~19 s after it was started
+# (alone). One fio job: an orphan of 4 took the guest's CPU from the resume's Python start (45 s from the resume's
+# exec to its first line of fxprobe code, ~6 s in a guest without a load)
+SOAK_S = 45
 
 
 @pytest.mark.lab_parallel   # judges no time: states, records and covered seconds from fio's own reports
@@ -103,23 +104,30 @@ def test_kill_9_of_a_soak_then_resume(lab, tmp_path):
     # this checkout's fxprobe (the guest's `fxprobe` console script may point at another checkout)
     argv = lab.python("fxprobe.cli.main", "--json", "--run-dir", guest_dir, "soak", "small-file-dataset",
                       "--duration", f"{SOAK_S}s", "--target", device, "--allow-serial", serial, "--size", "16M",
-                      "--sample", "5", "--set", "jobs=4")
+                      "--sample", "5", "--set", "jobs=1")
     soak = Runner().start(argv, host=lab.guest(HOST), stdout_path=tmp_path / "soak.out",
                           stderr_path=tmp_path / "soak.err")
     records = host_dir / "soak.jsonl"
+    t0 = time.time()
+    say = lambda text: print(f"[{time.time() - t0:5.1f} s] {text}")
     try:
         # read in the guest: the 9p view from this side can lag the guest's writes by tens of seconds
         wait_for(lambda: lab.exec(HOST, ["grep", "-c", '"type":"sample"', f"{guest_dir}/soak.jsonl"],
                                   timeout=60).stdout.strip() not in ("", "0", "1"), 300, "the soak's first samples")
     finally:
         killed = lab.exec(HOST, ["pkill", "-9", "-f", f"[r]un-dir {guest_dir} soak"], timeout=60)
-        soak.wait(timeout=60)
+        # the ssh session that started the soak stays open while the orphaned fio holds its output: close it from
+        # this side (waiting for it waited ~50 s for the orphan to finish its run, and the resume found it ending)
+        soak.stop(timeout=10)
+        say("soak killed, its ssh session closed")
     assert killed.returncode == 0, "no soak to kill"
     state = json.loads((host_dir / "soak-state.json").read_text())
     left = fio_on(lab, HOST)     # fio's main process may die of SIGPIPE; its job processes can write on
+    say(f"fio left running: {left}")
     killed_at = time.time()
     time.sleep(3)          # unmonitored load: must not count as covered
     done = lab.exec(HOST, lab.python("fxprobe.cli.main", "--json", "soak", "--resume", guest_dir), timeout=300)
+    say("resume ended")
     assert "Traceback" not in done.stderr and done.returncode == 1, done.stderr[-2000:]
     result = json.loads(done.stdout)
     [resume] = [json.loads(line) for line in records.read_text().splitlines() if '"type":"resume"' in line]
