@@ -34,7 +34,7 @@ settings.load_profile("fxprobe")
 # these. Only the order changes, never what runs.
 LAB_PARALLEL_SECONDS = {
     "test_lab_g1.py": 213, "test_lab_recover.py": 150, "test_lab.py": 163, "test_fault_lab.py": 160,
-    "test_lab_rehearse.py": 154, "test_soak_lab.py": 118, "test_lab_verify.py": 77, "test_lab_workload.py": 70,
+    "test_lab_rehearse.py": 135, "test_soak_lab.py": 118, "test_lab_verify.py": 77, "test_lab_workload.py": 70,
     "test_lab_target_control.py": 67, "test_lab_fleet.py": 64, "test_lab_netcheck_both_ends.py": 59,
     "test_lab_raid_geometry.py": 48, "test_lab_fault_tune.py": 36, "test_lab_connect_iface.py": 13,
 }
