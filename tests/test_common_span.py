@@ -206,9 +206,9 @@ def read_back(tmp_path: Path, name: str, ceiling_gbps: str) -> Path:
     (tmp_path / name / "pool").mkdir(parents=True)
     code = fxprobe(tmp_path / name, "run", "qwen3-coder-480b-tp8-readback", "--target",
                    str(tmp_path / name / "pool"), "--nodes", "local:127.0.0.1,local:127.0.0.2", "--fio-port",
-                   str(_free_port()), "--repeats", "1", "--runtime", "1.5", "--ramp", "0.5", "--size", "24M",
+                   str(_free_port()), "--repeats", "1", "--runtime", "4.5", "--ramp", "0.5", "--size", "24M",
                    "--set", "threads=2", "--ceiling", ceiling_gbps)
-    assert code in (0, 1)                   # 1: a one-repeat run of 1.5 s may not reach its own steady state
+    assert code in (0, 1)                   # 1: a one-repeat run of 4.5 s may not reach its own steady state
     (folder,) = runs_of(tmp_path / name, "run")
     return folder
 
@@ -220,12 +220,14 @@ def test_twin_real_fio_a_node_started_after_the_other_finished_fails_the_ceiling
     original = FioServers.client_args
 
     def second_node_starts_late(self, job_path: str) -> list[str]:
-        """The planted fault: the second node's measured job waits 3.5 s (fio's startdelay), 1.5 s past the
-        first node's 0.5 s ramp + 1.5 s runtime (room for a server that starts its job late on a loaded machine)."""
+        """The planted fault: the second node's measured job waits 8 s (fio's startdelay), 3 s past the first
+        node's 0.5 s ramp + 4.5 s runtime. Room both ways for a server that starts its job late on a loaded machine
+        (a CI-like run saw the two local servers' jobs start 2 s apart with nothing planted: a 1.5 s runtime left
+        the 'together' twin without a common span)."""
         args = original(self, job_path)
         if re.search(r"\.r\d+\.fio$", job_path):
             late = Path(job_path).with_suffix(".late.fio")
-            late.write_text(Path(job_path).read_text().replace("[global]\n", "[global]\nstartdelay=3.5\n", 1))
+            late.write_text(Path(job_path).read_text().replace("[global]\n", "[global]\nstartdelay=8\n", 1))
             args[-1] = str(late)
         return args
     monkeypatch.setattr(FioServers, "client_args", second_node_starts_late)

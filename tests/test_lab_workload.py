@@ -106,8 +106,15 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
     assert wl["slowest_node"] == min(per_node, key=per_node.get)
     together = wl["concurrent"]       # G3's figure: what both guests moved while both ran, not their rates added
     assert together["sum_of_rates_bps"] == wl["bandwidth_bytes"]["mean"] and len(together["spans"]) == 3
-    assert wl["fraction_of_ceiling"] == together["fraction_of_ceiling"] == pytest.approx(
-        together["aggregate_bps"] * 8 / 100e9)
+    if together["aggregate_bps"] is None:
+        # fio's client starts the guests' jobs one after the other: beside another lab a repeat's 3 s jobs did not
+        # overlap (a CI-like run). Then there is no figure, and the record says which repeat and why
+        assert wl["fraction_of_ceiling"] is None and together["fraction_of_ceiling"] is None, together
+        assert together["reason"].startswith("repeat ") and "never all ran at once" in together["reason"], together
+        print(f"no common span: {together['reason']}")
+    else:
+        assert wl["fraction_of_ceiling"] == together["fraction_of_ceiling"] == pytest.approx(
+            together["aggregate_bps"] * 8 / 100e9)
     for repeat in wl["repeats"]:
         assert set(repeat["per_node_bw"]) == {"host1", "host2"}
         assert repeat["series"]   # bw logs came back from both servers
