@@ -24,7 +24,8 @@ is always recomputed from the records (:func:`.summary.summarize`).
 """
 
 from fxprobe.soak.common import (DEFAULT_HEALTH_S, DEFAULT_SAMPLE_S, DEFAULT_STALL_S, END_TOLERANCE_S,
-                                 MAX_RESTARTS, RECORDS, STARTUP_GRACE_S, STATE, end_tolerance_s, hms, parse_duration, stamp)
+                                 MAX_RESTARTS, RECORDS, STARTUP_GRACE_S, STATE, end_tolerance_s, hms, parse_duration,
+                                 stamp)
 from fxprobe.soak.stream import StatusPoint, parse_status_doc
 from fxprobe.tools.fio_status import JsonStream
 from fxprobe.soak.records import RecordLog, read_records, repair_tail
@@ -33,6 +34,6 @@ from fxprobe.soak.summary import SoakSummary, summarize
 from fxprobe.soak.run import Soak, SoakConfig, kill_orphan, load_state, plan_soak
 
 __all__ = ["DEFAULT_HEALTH_S", "DEFAULT_SAMPLE_S", "DEFAULT_STALL_S", "END_TOLERANCE_S", "MAX_RESTARTS",
-           "RECORDS", "STARTUP_GRACE_S", "STATE", "end_tolerance_s", "hms", "parse_duration", "stamp", "JsonStream", "StatusPoint",
-           "parse_status_doc", "RecordLog", "read_records", "repair_tail", "Interruption", "Monitor",
+           "RECORDS", "STARTUP_GRACE_S", "STATE", "end_tolerance_s", "hms", "parse_duration", "stamp", "JsonStream",
+           "StatusPoint", "parse_status_doc", "RecordLog", "read_records", "repair_tail", "Interruption", "Monitor",
            "SoakSummary", "summarize", "Soak", "SoakConfig", "kill_orphan", "load_state", "plan_soak"]

@@ -17,7 +17,8 @@ from fxprobe.host import telemetry
 from fxprobe.core.errors import BadInput, NotRunnable, ParseError, ToolError
 from fxprobe.core.rundir import RESULTS, RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.soak.common import END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, end_tolerance_s, hms, stamp
+from fxprobe.soak.common import (END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, end_tolerance_s,
+                                 hms, stamp)
 from fxprobe.core.status import Status
 from fxprobe.soak.live import ObservedLog
 from fxprobe.soak.monitor import Monitor
