@@ -27,10 +27,6 @@ def end_tolerance_s(planned_s: float) -> float:
     return min(max(END_TOLERANCE_S, planned_s * 0.001), planned_s / 2)
 
 
-def end_tolerance_text(planned_s: float) -> str:
-    return (f"{end_tolerance_s(planned_s):g} s end tolerance (the larger of {END_TOLERANCE_S:g} s and 0.1 % of the "
-            "planned time, at most half of it)")
-
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 

@@ -6,7 +6,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from fxprobe.core.errors import ParseError
-from fxprobe.soak.common import RECORDS, STATUS_INTERVAL_S, end_tolerance_s, end_tolerance_text, hms
+from fxprobe.soak.common import END_TOLERANCE_S, RECORDS, STATUS_INTERVAL_S, end_tolerance_s, hms
 import fxprobe.soak.verify as soak_verify
 from fxprobe.soak.monitor import Interruption
 from fxprobe.soak.records import (RECORD_TYPES, EndRecord, HealthRecord, InterruptionEndRecord, InterruptionRecord,
@@ -61,7 +61,8 @@ class SoakSummary:
                               detail=f"{kinds}; stall limit {self.stall_s:g} s"),
             Criterion.compare("load covered the planned time", round(self.duration_s, 1), ">=",
                               round(self.planned_s - tolerance, 1), unit="s",
-                              detail=f"planned {self.planned_s:g} s, {end_tolerance_text(self.planned_s)}"),
+                              detail=f"planned {self.planned_s:g} s, {tolerance:g} s end tolerance (the larger of "
+                                     f"{END_TOLERANCE_S:g} s and 0.1 % of the planned time, at most half of it)"),
             self.verify_criterion(),
         ))
 
