@@ -82,6 +82,15 @@ def test_a_node_whose_hist_log_holds_impossible_counts_is_spread_evenly_and_name
         assert (view.first_node, view.first_finished_s) == ("host1", 1.0)
         assert view.first_aggregate_bps == pytest.approx((8 + 4) * MIB / 1.0)
         assert view.last_aggregate_bps == pytest.approx(16 * MIB / 2.0)
+    # a count fio printed as an unsigned 64-bit number (2**64 - 2**32 in a CI-like run, where it failed the whole
+    # run): not a count; the node is placed by its bw log and its bytes spread evenly, named as above
+    wrapped = client_hist_log(tmp_path / "c_clat_hist.1.log.B", [500, 2000], [2**64 - 2**32, 1])
+    view = fleet.stragglers(io, {"host1": [good], "host2": [wrapped]},
+                            {"host2": [bw_log(tmp_path / "c_bw.1.log.B", [2000])]})
+    spans = {s.node: s for s in view.spans}
+    assert "a hist log cannot be read as counts" in spans["host2"].impossible, spans["host2"]
+    assert spans["host2"].logged_ios == 0 and spans["host2"].bytes == 8 * MIB and "NOT USED for host2" in view.line()
+    assert view.first_aggregate_bps == pytest.approx((8 + 4) * MIB / 1.0)
 
 
 def test_a_client_hist_log_counts_each_window_as_its_own(tmp_path):

@@ -102,16 +102,20 @@ def _node_events(node: str, io: NodeIO, hist: Sequence[Path], bw: Sequence[Path]
     after its last window at the node's end (its last bw or hist stamp); None when no log placed it in time."""
     per_io = io.io_bytes / io.ios if io.ios else 0.0
     events: list[tuple[int, float]] = []
-    for log in hist:
-        windows = fio_logs.hist_window_counts(log, fio_client=fio_client)
-        keep = windows.ddir == ddir
-        events += [(int(t), int(c) * per_io) for t, c in zip(windows.time_ms[keep], windows.completions[keep])]
+    unreadable = None
+    try:
+        for log in hist:
+            windows = fio_logs.hist_window_counts(log, fio_client=fio_client)
+            keep = windows.ddir == ddir
+            events += [(int(t), int(c) * per_io) for t, c in zip(windows.time_ms[keep], windows.completions[keep])]
+    except ParseError as exc:     # fio#827 again: a count fio printed as 2**64 - n does not fit a signed count
+        events, unreadable = [], f"a hist log cannot be read as counts ({exc}; axboe/fio#827)"
     stamps = [t for t, _ in events] + ([last] if (last := _last_stamp(bw)) is not None else [])
     if not stamps:
         return None
     end = max(stamps)
     logged = round(sum(b for _, b in events) / per_io) if per_io else 0
-    impossible = _impossible(events, logged, io.ios)
+    impossible = unreadable or _impossible(events, logged, io.ios)
     if impossible:
         return NodeSpan(node, end - io.runtime_ms, end, io.io_bytes, io.ios, 0, impossible), \
             _spread(io.io_bytes, end - io.runtime_ms, end)
