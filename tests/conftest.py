@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import pytest
 from hypothesis import settings
@@ -101,3 +102,40 @@ def lab_given() -> str | None:
     if labs and worker.startswith("gw"):
         return labs[int(worker[2:]) % len(labs)]
     return os.environ.get("FXPROBE_TEST_LAB") or None
+
+
+# -- the lab left whole (tests/lab_mend.py): after a lab test that failed, and at the end of each file of lab tests,
+# what is broken is mended and named in a warning (the run's warnings summary), so that one test's breakage fails
+# that test alone
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" and report.failed:
+        item.fxprobe_failed = True
+    return report
+
+
+def mend_lab(lab, when: str) -> None:
+    import lab_mend
+    done = lab_mend.mend(lab)
+    if done:
+        warnings.warn(f"lab {lab.name} mended {when}: {'; '.join(done)}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lab_whole_after_each_file(request):
+    request.module.fxprobe_lab = None
+    yield
+    if request.module.fxprobe_lab is not None:
+        mend_lab(request.module.fxprobe_lab, f"at the end of {request.module.__name__}.py")
+
+
+@pytest.fixture(autouse=True)
+def lab_whole_after_a_failure(request, lab_whole_after_each_file):
+    yield
+    lab = request.node.funcargs.get("lab") if "lab" in request.fixturenames else None
+    if lab is None:
+        return
+    request.module.fxprobe_lab = lab
+    if getattr(request.node, "fxprobe_failed", False):
+        mend_lab(lab, f"after {request.node.name} failed")
