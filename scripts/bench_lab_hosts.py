@@ -105,7 +105,8 @@ def readback(step_dir: Path) -> dict:
             "common_span_aggregate_MBps": round(concurrent["aggregate_bps"] / 1e6, 2)
             if concurrent.get("aggregate_bps") is not None else None,
             "common_spans_s": [(s.get("span_s"), s.get("whole_s")) for s in concurrent.get("spans") or []],
-            "fraction_of_ceiling_pct": (workload.get("fraction_of_ceiling") or 0) * 100,
+            "fraction_of_ceiling_pct": workload["fraction_of_ceiling"] * 100        # None: no common span
+            if workload.get("fraction_of_ceiling") is not None else None,
             "json_percentiles_ns": workload.get("percentiles_ns"), "latency_samples": workload.get("latency_samples"),
             "hist_logs": workload.get("hist_logs"), "node_figures": workload.get("node_figures"),
             "stragglers": [r.get("stragglers") for r in workload.get("repeats") or []]}

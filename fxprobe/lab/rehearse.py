@@ -45,6 +45,11 @@ class Step:
     error: str = ""
     run_outcome: str = "none"   # the step's own verdict as its results.json records it (a lab step may rightly fail)
 
+    def measured(self) -> str:
+        if self.code is not None:
+            return f"its verdict {self.run_outcome.upper()}, exit {self.code}"
+        return f"its verdict {self.run_outcome.upper()}, the step raised" if self.produced else "not run"
+
     @property
     def produced(self) -> bool:
         return self.run_dir is not None and (self.run_dir / "results.json").exists()
@@ -67,8 +72,7 @@ class Rehearsal:
 
     def verdict(self) -> Verdict:
         criteria = [Criterion(f"{s.gate} {s.name}: evidence written", Outcome.PASS if s.produced else Outcome.ERROR,
-                              f"its verdict {s.run_outcome.upper()}, exit {s.code}" if s.code is not None
-                              else "not run", detail=s.error or (str(s.run_dir) if s.run_dir else ""))
+                              s.measured(), detail=s.error or (str(s.run_dir) if s.run_dir else ""))
                     for s in self.steps]
         return Verdict("rehearsal: every step left its evidence", tuple(criteria))
 
@@ -115,11 +119,12 @@ class Rehearse:
         target = self.base / "steps" / f"{len(self.result.steps):02d}-{slug(name)}"
         try:
             step.code = action(target)
-            step.run_dir = target if (target / "results.json").exists() else None
-            if step.run_dir is not None:
-                step.run_outcome = str(self.results_of(step).get("outcome", "?"))
         except FxprobeError as exc:
             step.error = str(exc)
+        # an action that raised after its command wrote an error envelope still leaves that evidence
+        step.run_dir = target if (target / "results.json").exists() else None
+        if step.run_dir is not None:
+            step.run_outcome = str(self.results_of(step).get("outcome", "?"))
         step.seconds = time.monotonic() - start
         self.status.progress(len(self.result.steps))
         self.progress(f"[{gate}] {name}: exit {step.code} in {step.seconds:.0f} s" + (f" ({step.error})" if step.error else ""))
