@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Outcome
 from fxprobe.faults import overrun
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_a_load_that_ends_in_time_is_not_hung():
@@ -59,3 +62,14 @@ def test_a_load_silent_before_the_fault_is_an_error_that_keeps_what_it_waited_on
     assert "local kernel: " in line      # dmesg's lines, or its refusal here: either is the evidence
     labels = (run.path / "commands.jsonl").read_text()
     assert "load-silent-ps" in labels and "load-silent-dmesg-local" in labels
+
+
+def test_the_kernel_lines_kept_for_a_hung_load_name_the_drive_that_stalled():
+    """The array guest's dmesg when a lab load hung (a CI-like run: one emulated drive stopped completing I/O; the
+    last messages were nvmet keep-alive expiries, which name no cause): the stall lines are the ones quoted."""
+    text = (FIXTURES / "overrun" / "array-dmesg-drive-stall.txt").read_text()
+    assert "nvme20" not in " ".join(text.strip().splitlines()[-3:])     # what was quoted before
+    lines = overrun.last_kernel_lines(text)
+    assert len(lines) == 3 and all("nvme nvme20:" in line for line in lines), lines
+    assert any("timeout, aborting" in line for line in lines)
+    assert overrun.last_kernel_lines("[ 1.0] a\n[ 2.0] b\n[ 3.0] c\n[ 4.0] d\n") == ["[ 2.0] b", "[ 3.0] c", "[ 4.0] d"]

@@ -10,6 +10,7 @@ A hung load is the most visible fault effect there is; it must never read as an 
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -44,8 +45,15 @@ def parse_ps(text: str) -> str:
     return ", ".join(" ".join(row[:3]) for row in rows if len(row) >= 3)
 
 
+STALL_WORDS = re.compile(r"timeout|timed out|reset|abort|I/O error|blocked for more than", re.IGNORECASE)
+
+
 def last_kernel_lines(text: str, count: int = KERNEL_LINES) -> list[str]:
-    return [line.strip() for line in text.strip().splitlines() if line.strip()][-count:]
+    """The last ``count`` kernel messages that name a stall (an I/O timeout, an abort, a reset, an I/O error,
+    a blocked task): what a hung load waits on; none of those: the last ``count`` messages."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    stalls = [line for line in lines if STALL_WORDS.search(line)]
+    return (stalls or lines)[-count:]
 
 
 def hang_evidence(runner, load_node, nodes: dict, label: str = "load-hung") -> tuple[str, dict]:
