@@ -138,4 +138,9 @@ def lab_whole_after_a_failure(request, lab_whole_after_each_file):
         return
     request.module.fxprobe_lab = lab
     if getattr(request.node, "fxprobe_failed", False):
+        import lab_mend
+        stalls = lab_mend.drive_stalls(lab)
+        if stalls:
+            warnings.warn(f"lab {lab.name}: an emulated drive of the array guest timed out (the lab's QEMU NVMe, not "
+                          f"fxprobe): {'; '.join(stalls)}")
         mend_lab(lab, f"after {request.node.name} failed")

@@ -118,3 +118,14 @@ def _mend_drives(lab) -> list[str]:
             done.append(f"drive slot {drive.slot} ({device}) added back to {md}")
     time.sleep(1)
     return done
+
+
+def drive_stalls(lab, count: int = 3) -> list[str]:
+    """The array guest's last ``count`` messages of an emulated drive timing out (a QEMU NVMe drive that stopped
+    completing I/O under load: the cause of the hung loads seen in CI-like runs), with the guest's clock now."""
+    dmesg = lab.exec("array", ["dmesg"], timeout=60).stdout
+    stalls = [line.strip() for line in dmesg.splitlines() if " nvme nvme" in line and "timeout" in line]
+    if not stalls:
+        return []
+    uptime = lab.exec("array", ["cat", "/proc/uptime"], timeout=60).stdout.split()[:1]
+    return stalls[-count:] + [f"array guest uptime now {uptime[0] if uptime else '?'} s"]

@@ -37,4 +37,6 @@ def test_a_pulled_drive_a_lost_drive_a_cut_link_and_a_left_fio_are_found_and_men
     assert "drive slot 6 plugged back as /dev/nvme" in " ".join(done)
     assert "drive slot 8 unplugged (its guest had lost it)" in done and "host1: fio killed" in done
     assert lab_mend.problems(lab) == []
+    stalls = lab_mend.drive_stalls(lab)    # none in a lab whose drives never timed out; else the lines and the clock
+    assert not stalls or (all("timeout" in line for line in stalls[:-1]) and "uptime now" in stalls[-1])
     assert lab.drive(6).present and lab.drive(8).present and lab.link(1, "host2").up
