@@ -37,10 +37,15 @@ def test_linux_ssh_hook_pulls_and_restores_a_drive_of_the_array_guest(lab):
         return next(d for d in call("status")["drives"] if d["serial"] == serial)
 
     assert drive()["present"] is True and drive()["slot"] == "0000:00:1a.0"
-    # an earlier test's pull of drive 0 leaves md recovering for minutes in a slow TCG guest (CI: the raid6
-    # reported redundancy_left 1, honestly); the hook's report of a whole raid6 is checked once md is idle
-    assert labprep.wait_md_idle(lab, 900) is not None, "md of the array guest still recovering after 900 s"
-    assert any(d["level"] == "raid6" and d["redundancy_left"] == 2 for d in call("status")["drives"])
+    # an earlier test's pull leaves md recovering for a minute or more in a slow TCG guest (CI: the raid6 reported
+    # redundancy_left 1, honestly): the hook's figure is checked against md's own, read just before and after it
+    # (waiting for md to be idle took up to 50 s here)
+    def redundancy_of_md() -> int:
+        [raid6] = [m for m in labprep.array_view(lab)["md"] if m["level"] == "raid6"]
+        return 2 - (raid6["raid_disks"] - raid6["working_disks"])
+    before = redundancy_of_md()
+    reported = {d["redundancy_left"] for d in call("status")["drives"] if d["level"] == "raid6"}
+    assert reported and reported <= {before, redundancy_of_md()}, (reported, before)
     call("drive-pull", serial)
     try:
         assert drive()["present"] is False
