@@ -8,8 +8,8 @@ fails and at the end of every file of lab tests; what it found and did is listed
 
 What "whole" means is the session lab as tests/session_lab.py builds it: every drive the state file holds present
 is seen by its array guest and is an active member of its export's md (a rebuild under way is not broken), every
-link is up and unthrottled, each host has as many live paths to the main export as it has links, no fio runs in a
-host, and no export beyond the main one is left.
+link is up and unthrottled, each host has as many live paths to the main export as it has links, no fio,
+ib_read_bw or iperf3 runs in a guest, and no export beyond the main one is left.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import time
 
 from fxprobe.core.errors import ToolError
 from fxprobe.faults import labprep
+
+LOAD_TOOLS = ("fio", "ib_read_bw", "iperf3")     # a load or a measurement left running skews the next test
 
 
 def problems(lab) -> list[str]:
@@ -46,9 +48,9 @@ def problems(lab) -> list[str]:
         paths = [p for p in labprep.controllers_of(lab, host, main.nqn) if p["state"] == "live"]
         if len(paths) != len(lab.links(host)):
             found.append(f"{host}: {len(paths)} live paths to {main.name}, {len(lab.links(host))} links")
-        fio = lab.exec(host, ["pgrep", "-a", "fio"], timeout=30).stdout.strip()
-        if fio:
-            found.append(f"{host}: fio still running ({fio.splitlines()[0][:80]})")
+    for guest in ["array", *lab.hosts]:
+        for line in lab.exec(guest, ["pgrep", "-a", "-x", "|".join(LOAD_TOOLS)], timeout=30).stdout.splitlines():
+            found.append(f"{guest}: {line.split()[1] if len(line.split()) > 1 else '?'} still running ({line[:80]})")
     return found
 
 
@@ -58,9 +60,11 @@ def mend(lab) -> list[str]:
     if not broken:
         return []
     done = [f"found: {line}" for line in broken]
-    for host in lab.hosts:
-        if lab.exec(host, ["pkill", "-KILL", "fio"], timeout=30).returncode == 0:
-            done.append(f"{host}: fio killed")
+    for guest in ["array", *lab.hosts]:
+        left = lab.exec(guest, ["pgrep", "-a", "-x", "|".join(LOAD_TOOLS)], timeout=30).stdout.splitlines()
+        names = sorted({line.split()[1] for line in left if len(line.split()) > 1})
+        if names and lab.exec(guest, ["pkill", "-KILL", "-x", "|".join(LOAD_TOOLS)], timeout=30).returncode == 0:
+            done.append(f"{guest}: {', '.join(names)} killed")
     for link in list(lab.state.links):
         if link.rate:
             lab.throttle(link.n, "off", host=link.host)

@@ -29,6 +29,7 @@ DEFAULT_QPS = 4
 DEFAULT_DURATION = 10
 DEFAULT_PORT = 18515
 SERVER_GRACE = 60             # seconds the peer's server may outlive the planned run
+RDMA_SERVER_ATTEMPTS = 3      # ib_read_bw client runs, each against a server of its own (fxprobe starts the server)
 
 
 def tcp_payload_efficiency(mtu: int) -> float:
@@ -166,20 +167,36 @@ def measure_rdma(runner: Runner, settings: Settings, size: int, qps: int, repeat
     options = dict(size=size, qps=qps, duration=settings.duration, port=settings.port, rdma_cm=True,
                    device=settings.device,
                    extra=["--outs", str(settings.outstanding)] if settings.outstanding else [])
-    server = None
-    if server_host is not None:
-        server = _start_server(runner, perftest.perftest_argv("ib_read_bw", None, **{**options, "device": None}),
-                               server_host, settings.duration, ready_marker="Waiting for client")
-    try:
+    if server_host is None:        # the user's server: the client tries again against it
         result = perftest.run_bw_client(runner, settings.peer, timeout=settings.duration + 60, host=client,
                                         report_gbits=True, attempts=4, **options)
-    finally:
-        if server_host is not None:
-            _kill_server(runner, "ib_read_bw", settings.port, server_host, server)
+    else:
+        result = _rdma_with_fresh_servers(runner, settings, options, client, server_host)
     if not result.rows:
         raise ParseError(result.source, "results", "ib_read_bw printed no result row")
     row = result.rows[-1]
     return Measurement(size, qps, row.bw_average_bytes * 8, row.unit, result.info.mtu, repeat), result
+
+
+def _rdma_with_fresh_servers(runner: Runner, settings: Settings, options: dict, client: Host,
+                             server_host: Host) -> perftest.PerftestResult:
+    """One client run per server started: an ib_read_bw server serves one connection, and one that rejected or
+    lost a connect attempt does not take the next (a loaded soft-RoCE lab: REJECTED, then a client that hung,
+    then "Unable to init the socket connection"). Every attempt's commands are in the evidence."""
+    failure = None
+    for _ in range(RDMA_SERVER_ATTEMPTS):
+        server = _start_server(runner, perftest.perftest_argv("ib_read_bw", None, **{**options, "device": None}),
+                               server_host, settings.duration, ready_marker="Waiting for client")
+        try:
+            return perftest.run_bw_client(runner, settings.peer, timeout=settings.duration + 60, host=client,
+                                          report_gbits=True, **options)
+        except ToolError as exc:
+            failure = exc       # a client that timed out may still run on its node: end it there too
+            runner.run(["pkill", "-f", f"ib_read_bw .*(-p|--port) {settings.port}"], timeout=15, host=client,
+                       label="kill-client")
+        finally:
+            _kill_server(runner, "ib_read_bw", settings.port, server_host, server)
+    raise failure
 
 
 def measure_tcp(runner: Runner, settings: Settings, repeat: int, client: Host,
