@@ -14,10 +14,9 @@ ib_read_bw or iperf3 runs in a guest, and no export beyond the main one is left.
 
 from __future__ import annotations
 
-import time
-
 from fxprobe.core.errors import ToolError
 from fxprobe.faults import labprep
+from fxprobe.tools import mdadm
 
 LOAD_TOOLS = ("fio", "ib_read_bw", "iperf3")     # a load or a measurement left running skews the next test
 
@@ -26,16 +25,12 @@ def problems(lab) -> list[str]:
     """What is not whole, one line each (empty: the lab is whole). Reads the guests once (~1 s)."""
     lab.reload()
     found = []
-    view = labprep.array_view(lab)      # a second array is a module fixture's (test_lab_fleet): it removes it
-    seen = {c["serial"]: (c["namespaces"] or [None])[0] for c in view["nvme_controllers"]}
-    members = {m["device"]: m for md in view["md"] for m in md["members"]}
-    for drive in (d for d in lab.state.drives if d.array == "array"):
-        device = seen.get(drive.serial)
+    for drive, device, active in _array_drives(lab):
         if not drive.present:
             found.append(f"drive slot {drive.slot} pulled")
         elif device is None:
             found.append(f"drive slot {drive.slot} missing in the array guest (the state holds it present)")
-        elif drive.export and (device not in members or members[device]["faulty"]):
+        elif not active:
             found.append(f"drive slot {drive.slot} ({device}) not an active member of md {drive.export}")
     for link in lab.state.links:
         if not link.up:
@@ -49,9 +44,27 @@ def problems(lab) -> list[str]:
         if len(paths) != len(lab.links(host)):
             found.append(f"{host}: {len(paths)} live paths to {main.name}, {len(lab.links(host))} links")
     for guest in ["array", *lab.hosts]:
-        for line in lab.exec(guest, ["pgrep", "-a", "-x", "|".join(LOAD_TOOLS)], timeout=30).stdout.splitlines():
-            found.append(f"{guest}: {line.split()[1] if len(line.split()) > 1 else '?'} still running ({line[:80]})")
+        found += [f"{guest}: {name} still running ({line[:80]})" for name, line in _left_running(lab, guest)]
     return found
+
+
+def _array_drives(lab):
+    """(drive, its device in the array guest or None, whether it is an active member of its export's md (True
+    when it has no export)) for each drive of the first array (a second one is a module fixture's: test_lab_fleet
+    removes it), from one read of the guest."""
+    view = labprep.array_view(lab)
+    seen = {c["serial"]: (c["namespaces"] or [None])[0] for c in view["nvme_controllers"]}
+    members = {m["device"]: m for md in view["md"] for m in md["members"]}
+    for drive in [d for d in lab.state.drives if d.array == "array"]:
+        device = seen.get(drive.serial)
+        active = not drive.export or (device in members and not members[device]["faulty"])
+        yield drive, device, active
+
+
+def _left_running(lab, guest: str) -> list[tuple[str, str]]:
+    """(program, its pgrep line) of each of LOAD_TOOLS running in ``guest``."""
+    lines = lab.exec(guest, ["pgrep", "-a", "-x", "|".join(LOAD_TOOLS)], timeout=30).stdout.splitlines()
+    return [(line.split()[1] if len(line.split()) > 1 else "?", line) for line in lines]
 
 
 def mend(lab, rounds: int = 3) -> list[str]:
@@ -73,8 +86,7 @@ def mend(lab, rounds: int = 3) -> list[str]:
 def _mend_once(lab) -> list[str]:
     done = []
     for guest in ["array", *lab.hosts]:
-        left = lab.exec(guest, ["pgrep", "-a", "-x", "|".join(LOAD_TOOLS)], timeout=30).stdout.splitlines()
-        names = sorted({line.split()[1] for line in left if len(line.split()) > 1})
+        names = sorted({name for name, _ in _left_running(lab, guest)})
         if names and lab.exec(guest, ["pkill", "-KILL", "-x", "|".join(LOAD_TOOLS)], timeout=30).returncode == 0:
             done.append(f"{guest}: {', '.join(names)} killed")
     for link in list(lab.state.links):
@@ -99,36 +111,28 @@ def _mend_drives(lab) -> list[str]:
     """Plug back pulled drives; unplug and plug back a drive its guest lost (QEMU still holds it); add a drive
     that is present but not an active member back to its md."""
     done = []
-    view = labprep.array_view(lab)
-    seen = {c["serial"]: (c["namespaces"] or [None])[0] for c in view["nvme_controllers"]}
-    members = {m["device"]: m for md in view["md"] for m in md["members"]}
-    for drive in [d for d in lab.state.drives if d.array == "array"]:
-        device = seen.get(drive.serial)
+    for drive, device, active in list(_array_drives(lab)):
         if drive.present and device is None:
-            with lab.qmp(drive.array) as qmp:
-                try:
-                    qmp.command("device_del", id=f"drive{drive.slot}")
-                    qmp.wait_event("DEVICE_DELETED", 30, {"device": f"drive{drive.slot}"})
-                except ToolError as exc:       # QEMU let it go already: only plug it back
-                    if "DeviceNotFound" not in str(exc):
-                        raise
-            drive.present = False
-            lab.save()
-            if drive.export:
-                lab.exec(drive.array, ["mdadm", f"/dev/md/{drive.export}", "--fail", "detached", "--remove",
-                                       "detached"], timeout=60)
+            try:
+                lab.drive_pull(drive.slot)      # QEMU still holds it: device_del, md fails the detached member
+            except ToolError as exc:            # QEMU let it go already: only plug it back
+                if "DeviceNotFound" not in str(exc):
+                    raise
+                drive.present = False
+                lab.save()
+                if drive.export:
+                    lab.exec(drive.array, ["mdadm", f"/dev/md/{drive.export}", "--fail", "detached", "--remove",
+                                           "detached"], timeout=60)
             done.append(f"drive slot {drive.slot} unplugged (its guest had lost it)")
         if not drive.present:
             restored = lab.drive_restore(drive.slot)
             done.append(f"drive slot {drive.slot} plugged back as {restored['device']} "
                         f"({restored.get('md_action', 'no md')})")
-        elif drive.export and (device not in members or members[device]["faulty"]):
+        elif not active:
             md = f"/dev/md/{drive.export}"
             lab.exec(drive.array, ["mdadm", md, "--remove", "failed"], timeout=60)
-            if not lab.exec(drive.array, ["mdadm", md, "--re-add", f"/dev/{device}"], timeout=60).ok:
-                lab.exec(drive.array, ["mdadm", md, "--add", f"/dev/{device}"], timeout=60, check=True)
+            mdadm.add_back(lab.runner, md, f"/dev/{device}", host=lab.guest(drive.array))
             done.append(f"drive slot {drive.slot} ({device}) added back to {md}")
-    time.sleep(1)
     return done
 
 
