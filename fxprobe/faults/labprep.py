@@ -1,9 +1,14 @@
-"""Getting the lab into a scenario's shape, each step with its undo record for the journal:
-a twin export (e.g. raid0 for the planted fail), the number of paths, and the NVMe timeouts."""
+"""Getting the lab into a scenario's shape: a twin export (e.g. raid0 for the planted fail), the number of
+paths, the NVMe timeouts and the iopolicy; each step journals its undo record first, and the ``Undo`` class that
+replays that record is here beside it."""
 
 from __future__ import annotations
 
+import time
+
+from fxprobe.core.errors import BadInput, ToolError
 from fxprobe.core.kernel import controller_attribute, subsystem_attribute
+from fxprobe.faults.base import RestoreContext, Undo
 from fxprobe.lab.spec import NVME_PORT
 from fxprobe.tools import guestview
 from fxprobe.tools.guestview import parse_array_view, parse_host_view, parse_sampling
@@ -75,19 +80,17 @@ def ensure_twin(lab, level: str, slots: list[int], remember, host: str) -> bool:
     ``host`` only (the fault run's load is the twin's only user)."""
     if lab.state.export_named(TWIN):
         return False
-    from fxprobe.core.errors import BadInput
     busy = [s for s in slots if s not in free_slots(lab)]
     if busy:
         raise BadInput(f"lab.twin_slots: slot(s) {busy} are not free in lab {lab.name}",
                        hint=f"free slots: {free_slots(lab) or 'none'} (or leave twin_slots out)")
-    remember({"method": "lab-remove-export", "lab": lab.name, "name": TWIN})
+    remember({"method": LabRemoveExport.record, "lab": lab.name, "name": TWIN})
     lab.add_export(level, slots, name=TWIN, connect=[host])
     return True
 
 
 def wait_md_idle(lab, timeout: float, interval: float = 2.0) -> float | None:
     """Seconds until no md array of the array guest runs a recovery/resync (None: still busy at the timeout)."""
-    import time
     started = time.monotonic()
     while True:
         if not [m for m in array_view(lab)["md"] if m.get("action")]:
@@ -141,14 +144,12 @@ def current_iopolicy(lab, host: str, nqn: str) -> str | None:
 
 
 def wait_paths(lab, host: str, nqn: str, count: int, timeout: float = 60) -> list[dict]:
-    import time
     deadline = time.monotonic() + timeout
     while True:
         live = [p for p in controllers_of(lab, host, nqn) if p["state"] == "live"]
         if len(live) == count:
             return live
         if time.monotonic() > deadline:
-            from fxprobe.core.errors import ToolError
             raise ToolError(f"{host}: {len(live)} live paths to {nqn} after {timeout:.0f} s, expected {count}")
         time.sleep(0.5)
 
@@ -164,7 +165,6 @@ def set_iopolicy(lab, host: str, nqn: str, policy: str) -> str | None:
 
 
 def twin_slots(lab, lab_table: dict) -> list[int]:
-    from fxprobe.core.errors import BadInput
     if lab_table["twin_slots"]:
         return list(lab_table["twin_slots"])
     free = free_slots(lab)
@@ -191,7 +191,7 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
         options["transport"] = lab_table["transport"]
     links = all_links[:lab_table["paths"]] if lab_table["paths"] else all_links
     if options or links != all_links:
-        remember({"method": "lab-paths", "lab": lab.name, "host": host, "nqn": nqn, "links": all_links,
+        remember({"method": LabPaths.record, "lab": lab.name, "host": host, "nqn": nqn, "links": all_links,
                      "options": {}})
         connect_paths(lab, host, nqn, links, options, replace=bool(options))
         done.append(f"{host}: {len(links)} path(s) to {nqn} on link(s) {links}"
@@ -199,10 +199,46 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
     if lab_table["iopolicy"]:
         before = current_iopolicy(lab, host, nqn)
         if before and before != lab_table["iopolicy"]:
-            remember({"method": "lab-iopolicy", "lab": lab.name, "host": host, "nqn": nqn, "policy": before})
+            remember({"method": LabIopolicy.record, "lab": lab.name, "host": host, "nqn": nqn, "policy": before})
         set_iopolicy(lab, host, nqn, lab_table["iopolicy"])
         done.append(f"{host}: iopolicy {lab_table['iopolicy']} (was {before})")
     return nqn, done
+
+
+# -- the undo of each step above, replayed from its journal record
+class LabPaths(Undo):
+    """Undoes prepare's reconnect of a host's paths: connects it (back to every link, default timeouts)."""
+
+    record = "lab-paths"
+
+    @classmethod
+    def undo(cls, record: dict, ctx: RestoreContext) -> str:
+        lab = ctx.lab(record["lab"])
+        connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
+        return f"lab {lab.name}: {record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
+
+
+class LabIopolicy(Undo):
+    """Undoes prepare's iopolicy change."""
+
+    record = "lab-iopolicy"
+
+    @classmethod
+    def undo(cls, record: dict, ctx: RestoreContext) -> str:
+        lab = ctx.lab(record["lab"])
+        set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
+        return f"lab {lab.name}: iopolicy {record['policy']} again"
+
+
+class LabRemoveExport(Undo):
+    """Undoes ensure_twin: removes the twin export."""
+
+    record = "lab-remove-export"
+
+    @classmethod
+    def undo(cls, record: dict, ctx: RestoreContext) -> str:
+        lab = ctx.lab(record["lab"])
+        return f"lab {lab.name}: " + remove_twin(lab, record["name"])
 
 
 # -- quick views of the guests (one shared SSH connection, no Python start in a TCG guest): tools/guestview.sh

@@ -779,47 +779,10 @@ def _restore_lab_drive(lab, slot: int, redundant: bool, replace: bool = False) -
     return f"{text}; checked: {check_lab_drive(lab, slot, redundant)}"
 
 
-class LabPaths(Undo):
-    """The lab prepare step's reconnect of a host's paths (back to every link, default timeouts)."""
-
-    record = "lab-paths"
-
-    @classmethod
-    def undo(cls, record: dict, ctx: RestoreContext) -> str:
-        from fxprobe.faults.labprep import connect_paths
-        lab = ctx.lab(record["lab"])
-        connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
-        return f"lab {lab.name}: {record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
-
-
-class LabIopolicy(Undo):
-    """The lab prepare step's iopolicy change."""
-
-    record = "lab-iopolicy"
-
-    @classmethod
-    def undo(cls, record: dict, ctx: RestoreContext) -> str:
-        from fxprobe.faults.labprep import set_iopolicy
-        lab = ctx.lab(record["lab"])
-        set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
-        return f"lab {lab.name}: iopolicy {record['policy']} again"
-
-
-class LabRemoveExport(Undo):
-    """The lab prepare step's twin export."""
-
-    record = "lab-remove-export"
-
-    @classmethod
-    def undo(cls, record: dict, ctx: RestoreContext) -> str:
-        from fxprobe.faults.labprep import remove_twin
-        lab = ctx.lab(record["lab"])
-        return f"lab {lab.name}: " + remove_twin(lab, record["name"])
-
-
 def restore_from_record(record: dict, env: Env | None = None, runner: Runner | None = None) -> str:
     """Undo one journaled fault through the class that wrote the record; returns what was done."""
     import fxprobe.faults.control  # noqa: F401  (registers TargetControl's record, also in a new process)
+    import fxprobe.faults.labprep  # noqa: F401  (registers the lab prepare step's records)
     undo = Undo.registry.get(record.get("method"))
     if undo is None:
         raise BadInput(f"restore journal: unknown method {record.get('method')!r}", hint="undo the fault by hand")
