@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -78,3 +79,17 @@ def test_missing_totals_names_the_field():
 def test_probe():
     assert iperf3.probe_iperf3(Runner()) is None
     assert iperf3.parse_iperf3_version("iperf 3.12 (cJSON 1.7.15)") == (3, 12)
+
+
+@pytest.mark.parametrize("received", [None, {"bytes": 0, "bits_per_second": 0.0}])
+def test_tcp_without_the_receiver_s_total_is_a_parse_error_never_the_sender_s_rate(received):
+    """A TCP result's goodput is what the receiver got: with end.sum_received missing or 0 the sender's 24 Gb/s
+    (fixture tcp-client-3.12.json) counted as goodput; now it is a ParseError naming the field."""
+    data = json.loads((FIXTURES / "tcp-client-3.12.json").read_text())
+    assert iperf3.parse_iperf3_json(json.dumps(data), "tcp").bits_per_second == pytest.approx(24267787954.948524)
+    del data["end"]["sum_received"]
+    if received is not None:
+        data["end"]["sum_received"] = received
+    with pytest.raises(ParseError) as info:
+        iperf3.parse_iperf3_json(json.dumps(data), "tcp")
+    assert info.value.field == "end.sum_received" and "sender's rate is not goodput" in str(info.value)

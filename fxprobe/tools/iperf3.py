@@ -58,7 +58,10 @@ class IperfResult:
 
     @property
     def bits_per_second(self) -> float:
-        """Goodput: what the receiver got (TCP); the sender's rate for UDP without receiver totals."""
+        """Goodput: what the receiver got (TCP: only that, never the sender's rate - the parser refuses a TCP
+        result without it); the sender's rate for UDP without receiver totals."""
+        if self.protocol.upper() == "TCP":
+            return self.received_bits_per_second
         return self.received_bits_per_second or self.sent_bits_per_second
 
     def raise_for_error(self) -> "IperfResult":
@@ -97,6 +100,10 @@ def parse_iperf3_json(output: str, source: str = "iperf3") -> IperfResult:
         raise ParseError(source, "end.sum_sent", "missing: the test printed no totals")
     else:
         sent = received = (0, 0.0, None)
+    if error is None and test.text("protocol").upper() == "TCP" and not received[1]:
+        what = "missing" if "sum_received" not in end.data else f"{received[1]!r} bits/s"
+        raise ParseError(source, "end.sum_received", f"{what}: a TCP test's goodput is what the receiver got, and "
+                         "the sender's rate is not goodput (an aborted test, or a truncated --json output)")
     cpu = end.sub("cpu_utilization_percent")
     return IperfResult(
         source=source, version=start.text("version"), protocol=test.text("protocol"),
