@@ -190,3 +190,56 @@ def test_two_results_at_one_level_is_bad_input_before_anything_is_written(tmp_pa
     assert fxprobe(tmp_path, *args) == 2
     assert "two candidate results at concurrency 8" in capsys.readouterr().err
     assert runs_of(tmp_path, "gate g3") == []
+
+
+def test_a_gate_g3_run_without_candidates_is_no_comparison_and_never_passes_g3_later(tmp_path, capsys):
+    """`gate g3 --evidence RUN` with no --candidate/--baseline recorded g3: {comparisons: [], unpaired: []}; given
+    as evidence later it gave zero benchmark criteria and G3 PASS on the two multi-node criteria alone."""
+    from gate_helpers import fake_run, produced_multi_node
+    multi = fake_run(tmp_path / "ev", "run", produced_multi_node(8, 0.95))
+    assert fxprobe(tmp_path, "gate", "g3", "--evidence", str(multi)) == 3
+    (empty,) = runs_of(tmp_path, "gate g3")
+    assert "g3" not in results_of(empty)
+    capsys.readouterr()
+    assert fxprobe(tmp_path, "gate", "g3", "--evidence", str(multi), "--evidence", str(empty)) == 3
+    assert "NOT RUN TTFT reduction and throughput gain: - - no G3 benchmark comparison among the evidence" in \
+        capsys.readouterr().out
+    old = fake_run(tmp_path / "ev", "gate g3", {"g3": {"comparisons": [], "unpaired": []}})   # an older fxprobe's
+    assert fxprobe(tmp_path, "gate", "g3", "--evidence", str(multi), "--evidence", str(old)) == 3
+    assert "NOT RUN TTFT reduction and throughput gain: - - " + f"{old}/results.json compares nothing" in \
+        capsys.readouterr().out
+    assert fxprobe(tmp_path, *g3_args("--config", str(_wide(tmp_path)), "--evidence", str(multi))) == 0   # the twin
+
+
+def _wide(tmp_path):
+    config = tmp_path / "wide.toml"
+    config.write_text("[g3]\nthroughput_gain_min_pct = 28.0\n")
+    return config
+
+
+def test_a_baseline_of_zero_in_recorded_evidence_is_an_error_naming_the_file(tmp_path, capsys):
+    """Comparison.change divided by a recorded baseline of 0: ZeroDivisionError, a traceback."""
+    from gate_helpers import fake_run
+    entry = {"label": "c8", "metric": "TTFT p50", "kind": "ttft", "candidate": 7.53, "baseline": 0.0, "unit": "s",
+             "candidate_file": "raw/candidate/a.json", "baseline_file": "raw/baseline/b.json"}
+    good = {**entry, "baseline": 10.17}
+    for name, record, code in (("zero", entry, 4), ("good", good, 3)):
+        run = fake_run(tmp_path / name, "gate g3", {"g3": {"comparisons": [record], "unpaired": []}})
+        assert fxprobe(tmp_path, "gate", "g3", "--evidence", str(run)) == code
+        out = capsys.readouterr().out
+        if name == "zero":
+            assert f"ERROR   c8 TTFT p50 reduction: - - {run}/raw/baseline/b.json: the baseline TTFT p50 is 0" in out
+        else:
+            assert "PASS    c8 TTFT p50 reduction: 26.0 %" in out
+
+
+def test_the_aggregate_beside_a_ceiling_verdict_is_printed_so_that_it_decides(tmp_path):
+    """FAIL at 89.996 % printed '- aggregate 90.00 Gb/s = 90.0 %' beside it (proof border.py)."""
+    from fxprobe.gates.engine import Evidence
+    from gate_helpers import fake_run, produced_multi_node
+    from fxprobe.gates.g3 import G3
+    for fraction, outcome, shown in ((0.89996, "fail", "aggregate 89.996 Gb/s over"), (0.93, "pass", "aggregate 93")):
+        run = fake_run(tmp_path / outcome, "run", produced_multi_node(8, fraction))
+        criterion = G3.evaluate(Evidence.from_paths([run]), GateConfig()).criteria[0]
+        assert criterion.outcome.value == outcome and shown in criterion.line(), criterion.line()
+        assert "90.0 %" not in criterion.detail and "90.00 Gb/s" not in criterion.detail

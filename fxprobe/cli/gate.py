@@ -12,7 +12,7 @@ from fxprobe.core.errors import BadInput
 from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
 from fxprobe.gates.catalog import judge_all
 from fxprobe.gates import g2 as g2_lib
-from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side
+from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side, one_per_level
 from fxprobe.core.verdict import Verdict
 
 _paths = click.Path(path_type=Path)
@@ -93,6 +93,7 @@ def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths,
     evidence = Evidence.from_paths(evidence_paths)
     ref = g2_lib.load_reference(reference, ttft_column, throughput_column) if reference else None
     loaded = load_side(list(measured)) if measured else []
+    one_per_level([r for _, r in loaded], "measured", "gate g2")     # a second result would replace the first
     run = app.new_run("gate g2")
     verdict, extra = g2_lib.evaluate_g2(run, loaded, ref, evidence, config)
     return finish(app, run, "gate g2", {**_results(verdict, config, evidence_paths), **extra},

@@ -41,7 +41,7 @@ from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import (MISSING, Check, Evidence, Gate, Judge, Requirement, RunRecord, did_not_run,
                                   errored)
 from fxprobe.core.rundir import RunDir
-from fxprobe.core.verdict import Criterion, Outcome, Verdict, exact, format_number
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, deciding_places, exact, format_number
 from fxprobe.workload.common_span import Concurrent
 
 TTFT_KEYS = ("p50", "p90", "p99")
@@ -92,7 +92,10 @@ def _ceiling_one(name: str, run: RunRecord, threshold: float) -> Criterion:
         measured = exact(record.fraction_of_ceiling) * 100
     except ValueError as exc:
         return problem(Outcome.ERROR, f"{run.evidence}: {CONCURRENT}.fraction_of_ceiling {exc}")
-    return Criterion.compare(name, measured, ">=", threshold, unit="%", detail="; ".join([record.line(), *context]),
+    gbps, need = exact(record.aggregate_bps) * 8 / 10 ** 9, exact(threshold) * exact(record.ceiling_bps) / 10 ** 11
+    line = record.line(deciding_places(gbps, ">=", need))     # the aggregate printed so that it decides as the % does
+    context.append(f"ceiling {format_number(record.ceiling_bps / 1e9)} Gb/s")
+    return Criterion.compare(name, measured, ">=", threshold, unit="%", detail="; ".join([line, *context]),
                              evidence=run.evidence)
 
 
@@ -141,13 +144,14 @@ def _label(result: BenchmarkResult) -> str:
     return f"c{result.concurrency}" if result.concurrency is not None else Path(result.source).stem
 
 
-def _one_per_level(results: list[BenchmarkResult], side: str) -> None:
+def one_per_level(results: list[BenchmarkResult], side: str, command: str = "gate g3") -> None:
+    """Two results at one concurrency level on one side: BadInput naming both (the second would replace the first)."""
     seen: dict[int, str] = {}
     for result in results:
         if result.concurrency is None:
             continue
         if result.concurrency in seen:
-            raise BadInput(f"gate g3: two {side} results at concurrency {result.concurrency} "
+            raise BadInput(f"{command}: two {side} results at concurrency {result.concurrency} "
                            f"({seen[result.concurrency]}, {result.source})", hint="pass one result per level")
         seen[result.concurrency] = result.source
 
@@ -155,8 +159,8 @@ def _one_per_level(results: list[BenchmarkResult], side: str) -> None:
 def pair_results(candidates: list[BenchmarkResult], baselines: list[BenchmarkResult]
                  ) -> tuple[list[tuple[BenchmarkResult, BenchmarkResult]], list[Unpaired]]:
     """Pair by concurrency; one candidate and one baseline pair unless their levels differ."""
-    _one_per_level(candidates, "candidate")
-    _one_per_level(baselines, "baseline")
+    one_per_level(candidates, "candidate")
+    one_per_level(baselines, "baseline")
     if len(candidates) == 1 and len(baselines) == 1:
         cand, base = candidates[0], baselines[0]
         if None in (cand.concurrency, base.concurrency) or cand.concurrency == base.concurrency:
@@ -253,6 +257,14 @@ def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config
     criteria = []
     for c in comparisons:
         evidence = f"{c.candidate_file} vs {c.baseline_file}"
+        try:
+            c.change
+        except (ZeroDivisionError, ValueError) as exc:
+            problem = "is 0" if isinstance(exc, ZeroDivisionError) else f"cannot be used ({exc})"
+            criteria.append(Criterion(f"{c.label} {c.metric} {'reduction' if c.kind == 'ttft' else 'gain'}",
+                                      Outcome.ERROR, detail=f"{c.baseline_file}: the baseline {c.metric} {problem}; "
+                                      f"{_detail(c)}", evidence=evidence))
+            continue
         if c.kind == "ttft":
             criteria.append(Criterion.compare(f"{c.label} {c.metric} reduction", c.change, ">=", ttft_min,
                                               unit="%", detail=_detail(c), evidence=evidence))
@@ -268,7 +280,7 @@ def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config
 
 def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
     """Benchmark criteria re-derived from ``gate g3`` runs among the evidence (current thresholds)."""
-    runs = evidence.matching(BENCHMARKS)
+    runs = [run for run in evidence.matching(BENCHMARKS) if run.errored or "g3" in run.results]   # compared something
     if not runs:
         return [BENCHMARKS.absent(BENCHMARK_NAME)]
     criteria = []
@@ -284,6 +296,11 @@ def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criter
         except (KeyError, TypeError) as exc:
             criteria.append(Criterion("G3 benchmark comparison", Outcome.ERROR, detail=
                                       f"g3.comparisons is malformed ({exc})", evidence=run.evidence))
+            continue
+        if not comparisons and not unpaired:
+            criteria.append(Criterion(BENCHMARK_NAME, Outcome.NOT_RUN, detail=f"{run.evidence} compares nothing (no "
+                                      "candidate and baseline were given to it): no TTFT or throughput was judged; "
+                                      f"run `{BENCHMARKS.produce}`", evidence=run.evidence))
             continue
         comparisons = [replace(c, candidate_file=str(run.path / c.candidate_file),
                                baseline_file=str(run.path / c.baseline_file)) for c in comparisons]
@@ -316,9 +333,10 @@ def keep_copies(run: RunDir, role: str, loaded: list[tuple[Path, BenchmarkResult
     folder.mkdir(parents=True, exist_ok=True)
     kept = []
     for index, (path, result) in enumerate(loaded, start=1):
-        target = folder / path.name
-        if target.exists():
-            target = folder / f"{index:02d}-{path.name}"
+        target, again = folder / path.name, 0
+        while target.exists():          # never overwrite an earlier copy (a/x.json, a/03-x.json, b/x.json)
+            again += 1
+            target = folder / (f"{index:02d}-{path.name}" if again == 1 else f"{index:02d}-{again}-{path.name}")
         shutil.copyfile(path, target)
         kept.append(replace(result, source=target.relative_to(run.path).as_posix()))
     return kept
@@ -331,8 +349,8 @@ def load_pair(candidates: list[Path], baselines: list[Path]
         missing = "--baseline" if candidates else "--candidate"
         raise BadInput(f"gate g3: {missing} is missing", hint="give both --candidate and --baseline")
     cand, base = load_side(candidates), load_side(baselines)
-    _one_per_level([r for _, r in cand], "candidate")
-    _one_per_level([r for _, r in base], "baseline")
+    one_per_level([r for _, r in cand], "candidate")
+    one_per_level([r for _, r in base], "baseline")
     return cand, base
 
 
@@ -341,13 +359,14 @@ def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
                 config: GateConfig) -> tuple[Verdict, dict]:
     """``gate g3``: compare benchmark files (copied into ``run``) plus any G3 evidence runs, judged by the G3 gate
     (this run's own comparison replaces any earlier one among the evidence, as ``gate g2`` does)."""
+    if not cand_loaded:         # nothing compared: no g3 block, so this run never passes for a comparison later
+        return G3.evaluate(evidence, config), {}
     cand = keep_copies(run, "candidate", cand_loaded)
     base = keep_copies(run, "baseline", base_loaded)
     comparisons, unpaired = comparisons_for(cand, base)
     results = {"g3": {"candidates": [r.to_dict() for r in cand], "baselines": [r.to_dict() for r in base],
                       "comparisons": [c.to_dict() for c in comparisons],
                       "unpaired": [u.to_dict() for u in unpaired]}}
-    if cand_loaded:
-        own = RunRecord(run.path, {"command": "gate g3", "outcome": "pass", **results})
-        evidence = Evidence((own,) + tuple(r for r in evidence.runs if not BENCHMARKS.matches(r)), evidence.unfinished)
+    own = RunRecord(run.path, {"command": "gate g3", "outcome": "pass", **results})
+    evidence = Evidence((own,) + tuple(r for r in evidence.runs if not BENCHMARKS.matches(r)), evidence.unfinished)
     return G3.evaluate(evidence, config), results

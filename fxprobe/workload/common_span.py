@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from fxprobe.core.data import AsDict
+from fxprobe.core.verdict import exact, format_fixed
 from fxprobe.tools import fio_logs
 from fxprobe.workload import fleet
 
@@ -156,17 +157,20 @@ class Concurrent(AsDict):
             where = ".".join(str(part) for part in first["loc"]) or "the record"
             raise ValueError(f"{where}: {first['msg']}") from None
 
-    def line(self) -> str:
-        """The sentence the terminal and the gate print: what is judged, over which span, and what is not."""
+    def line(self, aggregate_places: int | None = None) -> str:
+        """The sentence the terminal and the gate print: what is judged, over which span, and what is not. The gate
+        gives ``aggregate_places`` (Gb/s digits enough that the printed aggregate decides as its criterion does) and
+        prints the fraction itself: then no rounded fraction of the run's own ceiling stands beside the verdict."""
         many = len(self.spans) > 1
         spans = ", ".join(f"{s.span_s:.2f}" for s in self.spans)
         wholes = ", ".join(f"{s.whole_s:.2f}" for s in self.spans)
-        unjudged = f"the sum of the nodes' own rates, {_gbps(self.sum_of_rates_bps)}, is not judged"
+        unjudged = f"the sum of the nodes' own rates, {_gbps(self.sum_of_rates_bps, aggregate_places)}, is not judged"
         if self.aggregate_bps is None:
             return f"no aggregate: {self.reason} ({unjudged})"
         share = (f" = {self.fraction_of_ceiling * 100:.1f} % of the {self.ceiling_bps / 1e9:g} Gb/s ceiling"
-                 if self.fraction_of_ceiling is not None else "")
-        return (f"aggregate {_gbps(self.aggregate_bps)}{share}{f' (mean of {len(self.spans)} repeats)' if many else ''}"
+                 if self.fraction_of_ceiling is not None and aggregate_places is None else "")
+        aggregate = _gbps(self.aggregate_bps, aggregate_places)
+        return (f"aggregate {aggregate}{share}{f' (mean of {len(self.spans)} repeats)' if many else ''}"
                 f" over the {spans} s all {self.nodes} nodes ran at once (of {wholes} s"
                 f"{'' if not many else ' in repeats ' + ', '.join(str(i) for i in range(1, len(self.spans) + 1))}; "
                 f"{RULE}; {unjudged})")
@@ -187,6 +191,8 @@ def concurrent(spans: Sequence[CommonSpan], sum_of_rates_bps: float, ceiling_bps
                       aggregate * 8 / ceiling_bps if ceiling_bps else None)
 
 
-def _gbps(bps: float) -> str:
+def _gbps(bps: float, places: int | None = None) -> str:
+    if places is not None:
+        return f"{format_fixed(exact(bps) * 8 / 10 ** 9, places)} Gb/s"
     gbps = bps * 8 / 1e9
     return f"{gbps:.2f} Gb/s" if gbps >= 0.1 else f"{gbps:.3g} Gb/s"
