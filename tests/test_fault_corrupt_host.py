@@ -71,3 +71,54 @@ def test_libaio_verify_failures_captured_from_a_fault_run_parse():
     found = parse_fio_verify_errors((FIXTURES / "loop-randread-libaio-3.33.stderr").read_text())
     assert found and all(m.field == "magic" and m.found == "0" and m.expected == "acca" for m in found)
     assert all(1048576 <= m.offset < 1048576 + 262144 and m.file == "/dev/loop0" for m in found)
+
+
+# -- review G1 item 7: the corrupt target goes through the target check, allowed by its identity -----------------
+def corrupt_plan(device: str, allow: tuple[str, ...], dry_run: bool = True, allow_visible: bool = False):
+    from fxprobe.core.runner import Runner
+    from fxprobe.faults import engine
+    from fxprobe.faults.scenario import parse_scenario
+    scenario = parse_scenario(f'[fault]\nkind = "corrupt"\ndevice = "{device}"\narray_offset = "1M"\nlength = "256k"\n'
+                              '[timing]\nsteady_s = 3\nsettle_s = 1\nfault_s = 2\nrecover_s = 1\n'
+                              '[criteria]\nmax_errors = 0\n'
+                              '[load]\nrw = "randread"\ntarget = "/dev/null-load"\nverify = "off"\n'
+                              'no_verify_reason = "plan only"\n', "corrupt-plan.toml")
+    return engine.build_plan(scenario, Runner(None), engine.Options(dry_run=dry_run, yes=not dry_run, allow=allow,
+                                                                     allow_visible=allow_visible))
+
+
+def root_disk() -> str | None:
+    from fxprobe.tools.blockdev import SystemView
+    view = SystemView()
+    disks = sorted(d for d in view.root_devices() if not view.is_partition(d) and os.path.exists(f"/dev/{d}"))
+    return f"/dev/{disks[0]}" if disks else None
+
+
+@pytest.mark.skipif(root_disk() is None, reason="the root filesystem is not on a /dev disk here")
+def test_corrupt_aimed_at_this_machine_s_root_disk_is_refused_even_when_its_path_is_allowed():
+    from fxprobe.core.errors import UnsafeTarget
+    device = root_disk()
+    plan = corrupt_plan(device, allow=(device,))
+    refused = [line for line in plan.lines if line.startswith("REFUSED")]
+    assert any("root filesystem" in line for line in refused) and any("mounted" in line for line in refused), plan.lines
+    with pytest.raises(UnsafeTarget):
+        corrupt_plan(device, allow=(device,), dry_run=False)
+    with pytest.raises(UnsafeTarget, match="root filesystem"):     # --allow-visible lets no unsafe target through
+        corrupt_plan(device, allow=(device, plan.method.target), dry_run=False, allow_visible=True).method.inject()
+
+
+def test_corrupt_is_allowed_by_the_identity_of_the_device_a_link_leads_to(tmp_path, loop):
+    from fxprobe.core.errors import UnsafeTarget
+    device, identity = loop
+    link = tmp_path / "by-id-link"
+    link.symlink_to(device)
+    with pytest.raises(UnsafeTarget, match="not on the allow-list"):      # the path is no identity
+        corrupt_plan(str(link), allow=(str(link), device), dry_run=False)
+    plan = corrupt_plan(str(link), allow=(identity,), dry_run=False)
+    assert plan.method.target == identity and plan.refusals == [] and plan.method.resolved == device
+    held = os.open(device, os.O_RDONLY | os.O_EXCL)        # someone holds it exclusively (as a mount or md would)
+    try:
+        plan = corrupt_plan(str(link), allow=(identity,))
+        assert any("exclusive open" in r and "EBUSY" in r for r in plan.refusals), plan.refusals
+    finally:
+        os.close(held)

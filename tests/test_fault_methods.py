@@ -84,7 +84,12 @@ def test_root_device_and_degraded_raid1_are_refused(fake_sys):
 
 
 def test_sysfs_remove_writes_remove_and_restore_rescans(fake_sys):
+    from fxprobe.core.errors import UnsafeTarget
     method = methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": "SERIAL-A"})
+    with pytest.raises(UnsafeTarget, match="holds the root filesystem"):     # drive A holds /: refused at inject too
+        method.inject()
+    assert (fake_sys / "sys/bus/pci/devices/0000:01:00.0/remove").read_text() == ""
+    (fake_sys / "proc/self/mountinfo").write_text("22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n")  # / elsewhere
     method.inject()
     assert (fake_sys / "sys/bus/pci/devices/0000:01:00.0/remove").read_text() == "1"
     text = methods.restore_from_record(method.restore_record(), host_env())
@@ -302,3 +307,44 @@ def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, vet
     assert int(Path(f"/sys/class/net/{veth}/flags").read_text(), 16) & 1 == 1
     assert any(e.get("device") == veth for e in result["timeline"]["events"])   # netlink saw the cut
     assert not (tmp_path / "journal.json").exists()
+
+
+# -- review G1 item 8: every block device of the drive through the target check's rules -------------------------
+@pytest.fixture
+def drives_in_use(tmp_path, monkeypatch):
+    """Drives by serial: S0MULTI (namespace 2 holds /), S1BTRFS (btrfs root: mountinfo's 0:31), S2DATA (mounted
+    at /data), S3SWAP (a swap partition), S4FREE (nothing), S5MD (a member of a clean raid6, md holds it)."""
+    from test_safety import make_disk, mountinfo
+    root = tmp_path / "root"
+    make_disk(root, "nvme0n1", "259:0", serial="S0MULTI")
+    make_disk(root, "nvme0n2", "259:1", serial="S0MULTI")
+    make_disk(root, "nvme1n1", "259:2", serial="S1BTRFS", parts={"nvme1n1p1": ("259:3", ())})
+    make_disk(root, "nvme2n1", "259:4", serial="S2DATA")
+    make_disk(root, "nvme3n1", "259:5", serial="S3SWAP", parts={"nvme3n1p1": ("259:6", ())})
+    make_disk(root, "nvme4n1", "259:7", serial="S4FREE")
+    make_disk(root, "nvme5n1", "259:8", serial="S5MD", holders=("md0",))
+    mountinfo(root, ["22 1 259:1 / / rw,relatime - ext4 /dev/nvme0n2 rw",
+                     "23 22 0:31 /@home /home rw - btrfs /dev/nvme1n1p1 rw",
+                     "40 22 259:4 / /data rw - xfs /dev/nvme2n1 rw"])
+    (root / "proc/swaps").write_text("Filename Type Size Used Priority\n/dev/nvme3n1p1 partition 8388604 0 -2\n")
+    (root / "proc/mdstat").write_text("Personalities : [raid6]\nmd0 : active raid6 nvme5n1[0] sdb[1] sdc[2] sdd[3]\n"
+                                      "      1000 blocks super 1.2 level 6, 512k chunk [4/4] [UUUU]\n\nunused devices: <none>\n")
+    monkeypatch.setattr(sysfs, "ROOT", root)
+    return root
+
+
+@pytest.mark.parametrize("serial, rule", [("S0MULTI", "holds the root filesystem"), ("S1BTRFS", "mounted: nvme1n1p1 on /home"),
+                                          ("S2DATA", "mounted: nvme2n1 on /data"), ("S3SWAP", "swap: nvme3n1p1 in use as swap")])
+def test_a_drive_pull_of_a_drive_in_use_is_refused_by_the_rule_it_breaks(drives_in_use, serial, rule):
+    method = methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": serial})
+    assert any(rule in r for r in method.refusals()), method.refusals()
+
+
+def test_a_btrfs_root_and_a_second_namespace_holding_it_are_root_devices(drives_in_use):
+    (drives_in_use / "proc/self/mountinfo").write_text("22 1 0:31 /@ / rw - btrfs /dev/nvme1n1p1 rw\n")
+    assert methods.root_device_names() == {"nvme1n1p1", "nvme1n1"}
+
+
+def test_a_free_drive_and_a_member_of_a_redundant_md_are_not_refused(drives_in_use):
+    for serial in ("S4FREE", "S5MD"):
+        assert methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": serial}).refusals() == []

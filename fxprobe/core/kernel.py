@@ -10,6 +10,7 @@ NVME_SUBSYSTEM_CLASS = "/sys/class/nvme-subsystem"
 BLOCK_CLASS = "/sys/block"                   # disks and md/dm devices (no partitions)
 BLOCK_DEVICES = "/sys/class/block"           # every block device, partitions too
 MOUNTINFO = "/proc/self/mountinfo"
+SWAPS = "/proc/swaps"                         # active swap devices and files
 PCI_RESCAN = "/sys/bus/pci/rescan"
 RDMA_CLASS = "/sys/class/infiniband"
 NET_CLASS = "/sys/class/net"

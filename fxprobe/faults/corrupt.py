@@ -9,10 +9,12 @@ of each member). There is no undo: the overwritten range stays overwritten until
 
 from __future__ import annotations
 
-from fxprobe.core.errors import BadInput, ToolError
+from fxprobe.core.errors import BadInput, ToolError, UnsafeTarget
 from fxprobe.core.kernel import BLOCK_CLASS
 from fxprobe.core.schema import size_bytes
 from fxprobe.faults.base import Method
+from fxprobe.host.safety import device_name, unsafe_reasons
+from fxprobe.tools.blockdev import SystemView
 from fxprobe.tools.guestview import md_geometry_argv
 from fxprobe.tools.mdadm import parse_md_geometry
 
@@ -102,8 +104,11 @@ class LabCorrupt(CorruptRange, Method):
 
 
 class HostCorrupt(CorruptRange, Method):
-    """On a Linux host: zeros over ``length`` bytes at ``array_offset`` of ``fault.device`` (a member below md,
-    or the load's target itself); the device must be on the allow-list like every host fault target."""
+    """On a Linux host: zeros over ``length`` bytes at ``array_offset`` of ``fault.device`` (a by-id link is
+    followed to the device it names). The device passes the target check every destructive step goes through
+    (host.safety): never one that is mounted, holds /, is swap, has holders (md, dm: a member below md is
+    refused - overwrite below md in the lab) or partitions in use, or that the kernel reports busy; and it is
+    allowed by its identity (serial, WWID, ``loop:<file>``), never by the path the scenario wrote."""
     kind, via = "corrupt", "dd"
     record = "host-corrupt"
     undo = LabCorrupt.undo
@@ -115,28 +120,51 @@ class HostCorrupt(CorruptRange, Method):
         return str(self.fault["device"])
 
     @property
+    def resolved(self) -> str | None:
+        """/dev/<name> of the device fault.device leads to (this machine's own /dev: dd writes there), or None."""
+        name = device_name(self.device, SystemView())
+        return f"/dev/{name}" if name else None
+
+    @property
     def offset(self) -> int:       # the device offset is the scenario's array_offset: no md layer in between here
         return self.array_offset
 
     @property
     def target(self) -> str:
-        return self.device
+        """The identity the allow-list must name: the device's serial / WWID / loop:<file>."""
+        resolved = self.resolved
+        return (SystemView().identity(resolved[5:]) or f"{resolved} (no serial)") if resolved else self.device
 
     def probe(self) -> str | None:
-        import os
-        return None if os.path.exists(self.device) else f"no device {self.device} here"
+        return None if self.resolved else f"no block device {self.device} here"
+
+    def refusals(self) -> list[str]:
+        """Every rule of the target check the device breaks (the allow-list is judged on ``target``)."""
+        resolved = self.resolved
+        if resolved is None:
+            return []
+        out = [f"unsafe target {reason}" for reason in unsafe_reasons(resolved, SystemView())]
+        if not SystemView().identity(resolved[5:]):
+            out.append(f"{resolved} reports no serial, WWID or backing file: nothing to allow it by")
+        return out
 
     def plan(self) -> list[str]:
-        return [f"dd zeros over {self.length} B at offset {self.offset} of {self.device}",
+        shown = self.device if self.resolved in (None, self.device) else f"{self.device} (-> {self.resolved})"
+        return [f"dd zeros over {self.length} B at offset {self.offset} of {shown}, identity {self.target}",
                 "restore: none (the range stays overwritten until the next layout)"]
 
     def restore_record(self) -> dict:
-        return {"method": self.record, "device": self.device, "offset": self.offset, "length": self.length}
+        return {"method": self.record, "device": self.resolved or self.device, "offset": self.offset,
+                "length": self.length}
 
     def inject(self) -> None:
         if self.offset % 4096 or self.length % 4096:
             raise BadInput("fault corrupt: array_offset and length must be multiples of 4 KiB")
-        self.env.runner.run(["dd", "if=/dev/zero", f"of={self.device}", "bs=4096", f"seek={self.offset // 4096}",
+        refused = self.refusals()     # again at the moment of writing, whatever was allowed since the plan
+        if refused or self.resolved is None:
+            raise UnsafeTarget(f"refusing to overwrite {self.device}: {refused[0] if refused else 'no such device'}; "
+                               "nothing written", hint="name a scratch device that nothing uses")
+        self.env.runner.run(["dd", "if=/dev/zero", f"of={self.resolved}", "bs=4096", f"seek={self.offset // 4096}",
                              f"count={self.length // 4096}", "oflag=direct", "conv=notrunc", "status=none"],
                             timeout=60, check=True, label="corrupt")
-        self.env.note(f"overwrote {self.length} B of {self.device} at {self.offset}")
+        self.env.note(f"overwrote {self.length} B of {self.resolved} at {self.offset}")

@@ -20,8 +20,9 @@ from typing import Callable
 from fxprobe.core import sysfs
 from fxprobe.core.kernel import NET_CLASS, NULLB_CONFIGFS, NVME_CLASS, PCI_RESCAN, controller_attribute
 from fxprobe.faults.base import Env, Method, RestoreContext, Undo, _need  # noqa: F401  (the methods' interface)
-from fxprobe.core.errors import BadInput, NotRunnable, ToolError
+from fxprobe.core.errors import BadInput, NotRunnable, ToolError, UnsafeTarget
 from fxprobe.core.runner import Runner
+from fxprobe.host.safety import check_target
 from fxprobe.tools.blockdev import SystemView
 from fxprobe.tools.nvme_sysfs import controller_by_serial
 
@@ -336,17 +337,38 @@ class HostDrive(Method):
     def target(self) -> str:
         return self.serial
 
+    def judged(self) -> tuple[list[str], list[str]]:
+        """(unsafe, redundancy): every block device of the drive - each namespace, with its partitions - through
+        the target check's rules (mounted, swap, holders, partitions in use, the kernel's exclusive-open answer;
+        / also below md or dm), never allowed; then md redundancy (--allow-visible plants a visible fault). A drive
+        md alone holds is judged by the redundancy rule (md holding it is the point of the fault)."""
+        view = SystemView(sysfs.ROOT)
+        arrays = local_md_arrays()
+        members, mds = {m["device"] for md in arrays for m in md["members"]}, {md["name"] for md in arrays}
+        rooted, unsafe, redundancy = view.root_devices(), [], []
+        for disk in view.disks_by_serial(self.serial):
+            devices = [disk, *view.partitions(disk)]
+            in_md = [d for d in devices if d in members]
+            md_only = bool(in_md) and all(set(view.holders(d)) <= mds for d in devices)
+            skip = {"allow-list", "root filesystem"} | ({"holders", "partitions", "exclusive open"} if md_only else set())
+            if rooted & set(devices):
+                unsafe.append(f"{disk} (serial {self.serial}) holds the root filesystem")
+            check = check_target(f"/dev/{disk}", destructive=True, view=view)
+            unsafe += [f"unsafe target /dev/{disk} (serial {self.serial}): {c.name}: {c.detail}"
+                       for c in check.refused if c.name not in skip]
+            redundancy += [refusal for d in in_md if (refusal := redundancy_refusal(d, arrays))]
+        return unsafe, redundancy
+
     def refusals(self) -> list[str]:
-        device = block_by_serial(self.serial)
-        if device is None:
-            return []
-        out = []
-        if device in root_device_names():
-            out.append(f"{device} (serial {self.serial}) holds the root filesystem")
-        refusal = redundancy_refusal(device, local_md_arrays())
-        if refusal:
-            out.append(refusal)
-        return out
+        unsafe, redundancy = self.judged()
+        return unsafe + redundancy
+
+    def require_safe(self) -> None:
+        """At the moment of the fault, whatever was allowed since the plan: nothing in use is touched."""
+        unsafe, _ = self.judged()
+        if unsafe:
+            raise UnsafeTarget(f"refusing {self.kind} of drive {self.serial}: {unsafe[0]}; nothing injected",
+                               hint="pick a drive that holds nothing in use")
 
 
 class SysfsRemove(HostDrive):
@@ -380,6 +402,7 @@ class SysfsRemove(HostDrive):
         return {"method": self.record, "serial": self.serial}
 
     def inject(self) -> None:
+        self.require_safe()
         path = self.pci_path()
         _write(path / "remove", "1")
 
@@ -415,6 +438,7 @@ class MdFail(HostDrive):
         return {"method": self.record, "md": self.fault["md"], "device": f"/dev/{block_by_serial(self.serial)}"}
 
     def inject(self) -> None:
+        self.require_safe()
         device = f"/dev/{block_by_serial(self.serial)}"
         self.env.runner.run(["mdadm", self.fault["md"], "--fail", device, "--remove", device], timeout=60,
                             check=True, what="md fail")

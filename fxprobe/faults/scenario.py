@@ -82,8 +82,9 @@ class FaultTable(InputModel):
                                                "it is written on the member drive that holds it, below md",
                                                default=None)
     length: SizeAsWritten = _help("corrupt: bytes overwritten with zeros (within one chunk)", default="256k")
-    device: Text = _help("corrupt on a Linux host: the block device overwritten at array_offset (a member below md, "
-                         "or the load's own target)", default=None)
+    device: Text = _help("corrupt on a Linux host: the block device overwritten at array_offset (e.g. the load's own "
+                         "target); checked like every destructive target (nothing mounted, swap, md or dm holds) and "
+                         "allowed by its serial", default=None)
 
     @field_validator("serials")
     @classmethod

@@ -1,11 +1,13 @@
 """The target check every destructive step goes through, in a dry run as in a real one.
 
 A block device is refused when it is mounted (itself or a partition), holds the root
-filesystem, has holders (device-mapper, md) or partitions in use, or when its identity
-(serial, WWID, or ``loop:<backing file>`` for a loop device) is not on the allow-list.
+filesystem, is swap (itself or a partition, /proc/swaps), has holders (device-mapper, md) or partitions
+in use, when the kernel refuses an exclusive open of it (EBUSY: probed on this machine's own /dev), or when its
+identity (serial, WWID, or ``loop:<backing file>`` for a loop device) is not on the allow-list; each line
+names the rule that refused.
 A directory is refused when it is a system folder (/, /dev, /proc, /sys, /etc, /usr, /boot) or
 inside one: fxprobe lays files out in a directory target, so it is always written.
-Reads sysfs and /proc/self/mountinfo under a root that tests redirect.
+Reads sysfs, /proc/self/mountinfo and /proc/swaps under a root that tests redirect.
 
 A dry run calls the same :func:`check_target` and shows :meth:`TargetCheck.lines`; the caller then
 raises :meth:`TargetCheck.require_safe` after printing, so a refused target exits 2 in both.
@@ -114,30 +116,44 @@ def _check_block(path: str, name: str, destructive: bool, allow: tuple[str, ...]
     parts = view.partitions(name)
     own = {view.dev_number(n): n for n in [name] + parts if view.dev_number(n)}
     sources = {f"/dev/{n}": n for n in [name] + parts}
-    mounted = [(point, own.get(num) or sources.get(src)) for num, point, src in view.mounts()
-               if num in own or src in sources]
+    mounts = view.mounts()
+    # a source by another name (a by-id link) counts too; btrfs shows an anonymous 0:NN, not the device's number
+    named = {src: view.block_named(src) for num, _, src in mounts if num not in own and src.startswith("/dev/")
+             and src not in sources}
+    mounted = [(point, own.get(num) or sources.get(src) or named.get(src)) for num, point, src in mounts
+               if num in own or src in sources or named.get(src) in sources.values()]
     checks = [Check("exists", True, f"block device {name}, {view.size_bytes(name) or 0:,} B")]
+    if not destructive:
+        return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks))
     root = [m for m in mounted if m[0] == "/"]
     checks.append(Check("root filesystem", not root,
                         f"{root[0][1]} holds /" if root else "does not hold /"))
     checks.append(Check("mounted", not mounted,
                         ", ".join(f"{dev} on {point}" for point, dev in mounted)
                         if mounted else "not mounted"))
+    swapped = sorted(view.swaps() & {name, *parts})
+    checks.append(Check("swap", not swapped, f"{', '.join(swapped)} in use as swap" if swapped else "not swap"))
     holders = view.holders(name)
     checks.append(Check("holders", not holders,
                         f"held by {', '.join(holders)}" if holders else "no holders"))
-    busy = [p for p in parts if view.holders(p) or any(dev == p for _, dev in mounted)]
+    busy = [p for p in parts if view.holders(p) or p in swapped or any(dev == p for _, dev in mounted)]
     checks.append(Check("partitions", not busy,
                         f"partitions in use: {', '.join(busy)}" if busy else
                         (f"partitions {', '.join(parts)} not in use" if parts else "no partitions")))
-    if destructive:
-        listed = bool(identity) and identity in allow
-        checks.append(Check("allow-list", listed,
-                            f"{identity or 'no serial'} is on the allow-list" if listed else
-                            f"{identity or 'device has no serial'} is not on the allow-list"))
-    else:
-        checks = checks[:1]  # reading needs only that it exists
+    held, how = view.exclusive_open(name)
+    checks.append(Check("exclusive open", held is not True, how))
+    listed = bool(identity) and identity in allow
+    checks.append(Check("allow-list", listed,
+                        f"{identity or 'no serial'} is on the allow-list" if listed else
+                        f"{identity or 'device has no serial'} is not on the allow-list"))
     return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks))
+
+
+def unsafe_reasons(path: str, view: SystemView | None = None) -> list[str]:
+    """Why writing to (or pulling) block device ``path`` would touch something in use - every rule of the target
+    check but the allow-list (the caller judges that by the device's identity): [] when nothing holds it."""
+    check = check_target(path, destructive=True, view=view)
+    return [f"{check.path} ({check.device}): {c.name}: {c.detail}" for c in check.refused if c.name != "allow-list"]
 
 
 WRITING_RW = ("write", "randwrite", "rw", "randrw", "readwrite", "trimwrite")

@@ -4,10 +4,11 @@ The target check every destructive step goes through (host.safety) and the host 
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
-from fxprobe.core.kernel import BLOCK_DEVICES, MOUNTINFO
+from fxprobe.core.kernel import BLOCK_DEVICES, MOUNTINFO, SWAPS
 
 
 class SystemView:
@@ -34,7 +35,12 @@ class SystemView:
         return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
     def realpath(self, path: str) -> str:
-        return os.path.realpath(path) if self.root == Path("/") else path
+        """Where ``path`` leads once its symlinks are followed (/dev/disk/by-id/... -> /dev/nvme0n1); under a
+        tree in tests, within the tree (its links are relative, as udev's are)."""
+        if self.root == Path("/"):
+            return os.path.realpath(path)
+        real, root = os.path.realpath(self.root / path.lstrip("/")), os.path.realpath(self.root)
+        return "/" + os.path.relpath(real, root) if real.startswith(root + os.sep) else path
 
     def writable(self, path: str) -> bool:
         return os.access(self.root / path.lstrip("/"), os.W_OK)
@@ -90,18 +96,51 @@ class SystemView:
             out.append((fields[2], fields[4], source))
         return out
 
+    def block_named(self, source: str) -> str | None:
+        """The block device a /dev path names (a mount source, a swap device), following its symlinks, or None."""
+        if not source.startswith("/dev/"):
+            return None
+        name = os.path.basename(self.realpath(source))
+        return name if self.is_block(name) else None
+
+    def swaps(self) -> set[str]:
+        """Block devices in active use as swap (/proc/swaps: a swap file lives on a mounted filesystem instead)."""
+        lines = (self._read(SWAPS) or "").splitlines()[1:]
+        named = (self.block_named(line.split()[0].replace("\\040", " ")) for line in lines if line.split())
+        return {name for name in named if name}
+
+    def exclusive_open(self, name: str) -> tuple[bool | None, str]:
+        """Whether someone holds ``/dev/<name>`` exclusively - a mount, swap, md, device-mapper, or a program's
+        O_EXCL open - asked the kernel itself with an O_EXCL open (read-only, closed at once): (True, why) when
+        busy, (None, why) when it could not be asked (a tree in tests, no device node, no permission)."""
+        if self.root != Path("/"):
+            return None, "not probed (not this machine's /)"
+        try:
+            handle = os.open(f"/dev/{name}", os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                return True, f"/dev/{name}: O_EXCL open refused with EBUSY (in use: mounted, swap, md/dm or a program)"
+            return None, f"not probed (/dev/{name}: {errno.errorcode.get(exc.errno, exc.errno)})"
+        os.close(handle)
+        return False, f"/dev/{name} opened exclusively: nobody holds it"
+
     # -- questions of this machine's drives (the host fault methods) ------------------
     def disk_by_serial(self, serial: str) -> str | None:
-        """The whole disk (not a partition) whose device reports ``serial``."""
-        for name in self.listdir(BLOCK_DEVICES):
-            if self._read(BLOCK_DEVICES, name, "device", "serial") == serial and not self.is_partition(name):
-                return name
-        return None
+        """The first whole disk (not a partition) whose device reports ``serial``."""
+        disks = self.disks_by_serial(serial)
+        return disks[0] if disks else None
+
+    def disks_by_serial(self, serial: str) -> list[str]:
+        """Every whole disk (not a partition) whose device reports ``serial``: each namespace of the drive."""
+        return [name for name in self.listdir(BLOCK_DEVICES)
+                if self._read(BLOCK_DEVICES, name, "device", "serial") == serial and not self.is_partition(name)]
 
     def root_devices(self) -> set[str]:
-        """Block devices under / (the root filesystem's device, its disk and the disks below md/dm)."""
-        numbers = {number for number, point, _ in self.mounts() if point == "/"}
-        names = {name for name in self.listdir(BLOCK_DEVICES) if self.dev_number(name) in numbers}
+        """Block devices under / (the root filesystem's device, its disk and the disks below md/dm). The device is
+        found by its major:minor or by the mount's source path (btrfs shows an anonymous 0:NN number)."""
+        rooted = [(number, source) for number, point, source in self.mounts() if point == "/"]
+        names = {name for name in self.listdir(BLOCK_DEVICES) if self.dev_number(name) in {n for n, _ in rooted}}
+        names |= {name for _, source in rooted if (name := self.block_named(source))}
         pending = list(names)
         while pending:   # walk down: partition -> disk, md/dm -> slaves
             name = pending.pop()
@@ -158,3 +197,6 @@ class RemoteSystemView(SystemView):
 
     def writable(self, path: str) -> bool:
         return self._run(["test", "-w", path]).ok
+
+    def exclusive_open(self, name: str) -> tuple[bool | None, str]:
+        return None, "not probed on a node (mounts, swap and holders are read there)"
