@@ -31,6 +31,15 @@ def fake_run(base: Path, command: str, results: dict, outcome: str = "pass") -> 
     return run.path
 
 
+def rewritten(run_path: Path, results: dict | str | None = None) -> Path:
+    """A run folder whose results.json (or any file) a test planted as a producer would have written it: with
+    ``results`` written, its manifest.json made again over what is there (gates and reports check it)."""
+    if results is not None:
+        (Path(run_path) / "results.json").write_text(results if isinstance(results, str) else json.dumps(results))
+    RunDir(Path(run_path)).finalize()
+    return Path(run_path)
+
+
 def r2(side: str, levels=(8, 16, 32)) -> list[str]:
     return [str(BENCH / f"r2-{side}-c{c}.json") for c in levels]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import LAB_FILE
@@ -100,6 +101,7 @@ def test_eight_lab_hosts_common_span_equals_an_independent_recomputation_from_th
     run = tmp_path / "03-multi-node-read-back"
     run.mkdir()
     shutil.copy(HOSTS8 / "results.json", run / "results.json")
+    RunDir(run).finalize()                  # its manifest, as the run wrote one
     for config in (None, LAB_FILE):
         criterion = g3_ceiling(run, config)
         assert criterion.outcome is Outcome.FAIL and criterion.measured is None

@@ -15,7 +15,7 @@ from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import LAB_FILE
 from fxprobe.network import line_efficiency as le
-from gate_helpers import fake_run
+from gate_helpers import fake_run, rewritten
 
 CAPTURED = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
 ROOT = Path(__file__).parent.parent
@@ -93,6 +93,6 @@ def test_gates_over_the_captured_rehearsal_judge_every_criterion(tmp_path):
     shutil.copytree(CAPTURED / "04-soak", soak)
     data = json.loads((soak / "results.json").read_text())
     data["duration_seconds"] = data.pop("duration_s")
-    (soak / "results.json").write_text(json.dumps(data))
+    rewritten(soak, data)                   # as a producer that renamed it would write it, manifest and all
     verdict = GATES["g4"].evaluate(Evidence.from_paths([soak]), load_config(ROOT / "gates.toml"))
     assert next(c for c in verdict.criteria if c.name == "soak duration").outcome is Outcome.ERROR

@@ -11,7 +11,7 @@ from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import DEFAULTS, parse_config
 from fxprobe.gates.engine import lookup
 from fxprobe.core.verdict import Outcome
-from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node
+from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node, rewritten
 
 ROOT = Path(__file__).parent.parent
 
@@ -20,8 +20,7 @@ def selftest(base, drives, outcome="pass"):
     criteria = [{"name": "drives recognized", "outcome": outcome, "measured": drives, "threshold": 24}]
     path = fake_run(base, "selftest", {"verdict": {"name": "selftest", "criteria": criteria}})
     results = path / "results.json"
-    results.write_text(results.read_text().replace('"outcome": "pass"', f'"outcome": "{outcome}"', 1))
-    return path
+    return rewritten(path, results.read_text().replace('"outcome": "pass"', f'"outcome": "{outcome}"', 1))
 
 
 def verified(bad: int = 0, gib: str = "0.500", outcome: str | None = None, detail: str | None = None) -> dict:
@@ -136,8 +135,8 @@ def test_each_array_is_judged_and_a_failing_one_fails_g1(tmp_path):
 def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_path):
     broken = fake_run(tmp_path, "soak", {"duration_s": "long", "interruptions": 0})
     skipped = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}})
-    (skipped / "results.json").write_text('{"command": "fault run", "outcome": "not run", '
-                                          '"reason": "no spare drive slot", "plan": {"kind": "drive-pull"}}')
+    rewritten(skipped, '{"command": "fault run", "outcome": "not run", '
+                       '"reason": "no spare drive slot", "plan": {"kind": "drive-pull"}}')
     verdict = GATES["g4"].evaluate(Evidence.from_paths([broken, skipped]), load_config(None))
     by_name = {c.name: c for c in verdict.criteria}
     assert by_name["soak duration"].outcome is Outcome.ERROR

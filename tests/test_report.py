@@ -14,7 +14,7 @@ from fxprobe.report import plots
 from fxprobe.report.build import build_report
 from fxprobe.report.bundle import MANIFEST, SIGNATURE, verify_bundle
 from fxprobe.report.signing import generate_keypair, load_private_key, sign
-from gate_helpers import fake_run, fxprobe, g3_args, runs_of
+from gate_helpers import fake_run, fxprobe, g3_args, rewritten, runs_of
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +29,7 @@ def bundle(tmp_path_factory):
     records.append({"type": "interruption", "kind": "stall", "start_ts": 1003})
     (soak / "soak.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"sam")
     (soak / "timeline.png").write_bytes(plots_png())
+    rewritten(soak)
     keys = base / "keys"
     generate_keypair(keys / "k.pem", keys / "k.pub")
     generate_keypair(keys / "other.pem", keys / "other.pub")

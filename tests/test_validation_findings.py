@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fxprobe.cli.main import main
+from fxprobe.core.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "tests/fixtures/bench"
@@ -217,6 +218,7 @@ def _file(tmp_path: Path, name: str, text: str) -> str:
 def _commands(tmp_path: Path, data: bytes) -> str:
     folder = Path(_evidence(tmp_path, "c", json.dumps({"command": "model-switch", "outcome": "pass"}).encode()))
     (folder / "commands.jsonl").write_bytes(data)
+    RunDir(folder).finalize()               # a finished run's manifest: the gates read it as intact evidence
     return str(folder)
 
 

@@ -32,7 +32,7 @@ from fxprobe.core.manifest import compare as compare_manifest
 from fxprobe.core.manifest import sha256_file  # noqa: F401  (re-exported: callers hash files through rundir)
 from fxprobe.core.manifest import write as write_manifest
 from fxprobe.core.paths import output_folder
-from fxprobe.core.verdict import Outcome
+from fxprobe.core.verdict import Criterion, Outcome
 
 MANIFEST = "manifest.json"
 COMMANDS = "commands.jsonl"
@@ -287,6 +287,46 @@ class RunDir:
         """Each file whose hash differs from the manifest, or that appeared/vanished, one line each."""
         manifest = json.loads((self.path / MANIFEST).read_text())
         return compare_manifest(self.path, manifest["files"], self._unlisted)
+
+    def integrity(self) -> list[str]:
+        """What differs between the folder and its manifest.json, one line each ([]: intact). Read before a
+        folder is evidence (gates, report): a finished run always wrote one, so a missing or unreadable manifest
+        is a problem; only a run whose results.json still says it did not finish (killed before its end: it
+        reads as an error whatever it holds) has none to check."""
+        path = self.path / MANIFEST
+        if not path.is_file():
+            if self._unfinished_envelope():
+                return []
+            return [f"{MANIFEST}: missing (every finished fxprobe run writes one)"]
+        try:
+            listed = json.loads(path.read_bytes()).get("files")
+            if not isinstance(listed, dict):
+                raise ValueError("no 'files' table")
+        except (ValueError, AttributeError) as exc:      # JSON and UTF-8 errors are ValueErrors
+            return [f"{MANIFEST}: not a valid manifest ({exc})"]
+        return compare_manifest(self.path, listed, self._unlisted)
+
+    def manifest_sha256(self) -> str | None:
+        """SHA-256 of manifest.json (which names every file's SHA-256): the run folder's fingerprint."""
+        path = self.path / MANIFEST
+        return sha256_file(path) if path.is_file() else None
+
+    def _unfinished_envelope(self) -> bool:
+        """results.json is the envelope begin() writes: outcome error, not finished, no exit code."""
+        try:
+            data = json.loads((self.path / RESULTS).read_bytes())
+        except (OSError, ValueError):
+            return False
+        return isinstance(data, dict) and data.get("outcome") == Outcome.ERROR.value and \
+            data.get("finished") is None and data.get("exit_code") is None
+
+
+def altered_criterion(path: Path, problems: list[str], shown: int = 6) -> Criterion:
+    """The ERROR criterion of a run folder that does not match its manifest: it feeds no other criterion."""
+    listed = "; ".join(problems[:shown]) + (f"; and {len(problems) - shown} more" if len(problems) > shown else "")
+    return Criterion(f"evidence {Path(path).name} intact", Outcome.ERROR, detail=(
+        f"{path} does not match its {MANIFEST}: {listed}; it feeds no criterion (pass the folder as its command "
+        "wrote it, or run the command again)"), evidence=str(path))
 
 
 @dataclass(frozen=True)

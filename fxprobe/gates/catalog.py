@@ -173,9 +173,12 @@ def _run_data(label: str, run, limit) -> tuple[Outcome, int, str]:
     if own.get("outcome") == Outcome.NOT_RUN.value:
         return Outcome.NOT_RUN, 0, f"{label}: {detail}"
     try:
-        bad = int(exact(own.get("measured")))
+        count = exact(own.get("measured"))
     except (TypeError, ValueError):
-        return Outcome.ERROR, 0, f"{label}: measured {own.get('measured')!r} is not a count"
+        count = Fraction(-1)
+    if count < 0 or count.denominator != 1:     # a negative count would cancel another run's bad reads
+        return Outcome.ERROR, 0, f"{label}: measured {own.get('measured')!r} is not a count (a whole number >= 0)"
+    bad = int(count)
     over = re.search(r"over [\d.]+ GiB", detail)
     text = f"{label} {bad} {over.group(0) if over else ''}".rstrip()
     if bad:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from fxprobe.gates.config import GateConfig
-from fxprobe.core.rundir import RESULTS, RunDir, RunResults
+from fxprobe.core.rundir import RESULTS, RunDir, RunResults, altered_criterion
 from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_text, exact, format_number
 
 MISSING = object()  # lookup() result for a field that is not there
@@ -106,9 +106,10 @@ class RunRecord(RunResults):
         return lookup(self.results, dotted, default)
 
 
-def fleet_runs(path: Path, results: dict) -> list[RunRecord] | None:
+def fleet_runs(path: Path, results: dict, altered: list | None = None) -> list[RunRecord] | None:
     """A fleet run (``--nodes``: a ``nodes`` list) stands for its sub-runs ``nodes/<node>/``, one per node; a
-    node that left no sub-run (unreachable, fxprobe failed there) is an errored run with the fleet's reason."""
+    node that left no sub-run (unreachable, fxprobe failed there) is an errored run with the fleet's reason. A
+    sub-run that does not match its own manifest feeds nothing: it goes to ``altered`` (folder, problems)."""
     nodes = results.get("nodes")
     if not isinstance(nodes, list) or not nodes or not all(isinstance(n, dict) and n.get("node") for n in nodes):
         return None
@@ -117,7 +118,12 @@ def fleet_runs(path: Path, results: dict) -> list[RunRecord] | None:
         node = str(entry["node"])
         folder = path / entry["run_dir"] if isinstance(entry.get("run_dir"), str) else None
         if folder is not None and (folder / RESULTS).is_file() and path.resolve() in folder.resolve().parents:
-            runs.append(RunRecord(folder, RunDir.open(folder).results(), node))
+            sub = RunDir.open(folder)
+            results_of_node, problems = sub.results(), sub.integrity()
+            if problems:
+                (altered if altered is not None else []).append((folder, tuple(problems)))
+                continue
+            runs.append(RunRecord(folder, results_of_node, node))
         else:
             runs.append(RunRecord(path / "nodes" / node, {
                 "command": results.get("command"), "outcome": Outcome.ERROR.value, "node": node,
@@ -129,23 +135,37 @@ def fleet_runs(path: Path, results: dict) -> list[RunRecord] | None:
 class Evidence:
     runs: tuple[RunRecord, ...] = ()
     unfinished: tuple[Path, ...] = ()      # run folders without results.json: began nothing we can read
+    altered: tuple[tuple[Path, tuple[str, ...]], ...] = ()   # folders unlike their manifest: (folder, problems)
 
     @classmethod
     def from_paths(cls, paths: Iterable[Path]) -> "Evidence":
-        runs, unfinished = [], []
+        """Every folder is checked against its manifest first (RunDir.integrity): one that differs feeds no
+        criterion and is an ERROR criterion of its own, naming the files."""
+        runs, unfinished, altered = [], [], []
         for path in paths:
             run = RunDir.open(Path(path))
             if not (run.path / RESULTS).exists():
                 unfinished.append(run.path)
                 continue
-            results = run.results()
-            runs += fleet_runs(run.path, results) or [RunRecord(run.path, results)]
-        return cls(tuple(runs), tuple(unfinished))
+            results = run.results()          # a damaged results.json is bad input (exit 2) before anything else
+            problems = run.integrity()
+            if problems:
+                altered.append((run.path, tuple(problems)))
+                continue
+            runs += fleet_runs(run.path, results, altered) or [RunRecord(run.path, results)]
+        return cls(tuple(runs), tuple(unfinished), tuple(altered))
+
+    def with_runs(self, runs: Iterable[RunRecord]) -> "Evidence":
+        """The same evidence with other runs (a gate's own comparison in place of earlier ones); its unreadable
+        and altered folders stay."""
+        return replace(self, runs=tuple(runs))
 
     def unfinished_criteria(self) -> list[Criterion]:
+        """An ERROR criterion per folder that fed nothing: no results.json, or unlike its manifest."""
         return [Criterion(f"evidence {path.name} readable", Outcome.ERROR, detail=f"{path}: no {RESULTS} (the "
                           "command was killed before it began); it may have fed any criterion: run it again",
-                          evidence=str(path)) for path in self.unfinished]
+                          evidence=str(path)) for path in self.unfinished] + \
+            [altered_criterion(path, list(problems)) for path, problems in self.altered]
 
     def matching(self, requirement: "Requirement") -> list[RunRecord]:
         return [run for run in self.runs if requirement.matches(run)]
@@ -224,7 +244,8 @@ def did_not_run(name: str, run: RunRecord, threshold: Any = None, comparator: st
 class Check:
     """A declared criterion: ``measured = field (/ per) * scale`` compared to a threshold.
 
-    ``count`` turns a list into its length (e.g. a list of interruptions).
+    ``count``: the figure is a count: a list is its length (e.g. a list of interruptions), a number must be
+    a whole number >= 0 (a negative or fractional count is an ERROR, never compared).
     """
 
     name: str
@@ -269,9 +290,12 @@ class Check:
         if self.count and isinstance(value, (list, tuple)):
             return Fraction(len(value)), ""
         try:
-            return exact(value), ""
+            number = exact(value)
         except ValueError:
             return None, f"{run.evidence}: field {dotted!r} is not a number ({value!r}: a finite number is needed)"
+        if self.count and (number < 0 or number.denominator != 1):
+            return None, f"{run.evidence}: field {dotted!r} is {value!r}: a count is a whole number >= 0"
+        return number, ""
 
     def _context(self, run: RunRecord) -> list[str]:
         parts = []

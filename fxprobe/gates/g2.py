@@ -96,7 +96,8 @@ def evaluate_g2(run: RunDir, loaded: list[tuple[Path, BenchmarkResult]], referen
         extra = {"baseline_comparison": table, "g2": {"reference": reference.source, "problems": problems,
                                                       "measured": [r.to_dict() for r in kept]}}
         own = RunRecord(run.path, {"command": "gate g2", "outcome": "pass", **extra})
-        evidence = Evidence((own,) + tuple(r for r in evidence.runs if "baseline_comparison" not in r.results))
+        evidence = evidence.with_runs((own,) + tuple(r for r in evidence.runs
+                                                     if "baseline_comparison" not in r.results))
     verdict = G2.evaluate(evidence, config)
     if problems:
         unmatched = tuple(Criterion("baseline comparison", Outcome.NOT_RUN, detail=p) for p in problems)

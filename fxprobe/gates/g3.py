@@ -368,5 +368,5 @@ def evaluate_g3(run: RunDir, cand_loaded: list[tuple[Path, BenchmarkResult]],
                       "comparisons": [c.to_dict() for c in comparisons],
                       "unpaired": [u.to_dict() for u in unpaired]}}
     own = RunRecord(run.path, {"command": "gate g3", "outcome": "pass", **results})
-    evidence = Evidence((own,) + tuple(r for r in evidence.runs if not BENCHMARKS.matches(r)), evidence.unfinished)
+    evidence = evidence.with_runs((own,) + tuple(r for r in evidence.runs if not BENCHMARKS.matches(r)))
     return G3.evaluate(evidence, config), results

@@ -65,7 +65,7 @@ def fault_units(what: str, requirement: Requirement) -> tuple:
 
     return (
         Check(f"{what}: I/O errors seen by the workload", requirement, "impact.errors", "<=",
-              "fault_visible_errors_max", context=OWN_VERDICT),
+              "fault_visible_errors_max", count=True, context=OWN_VERDICT),
         Check(f"{what}: longest stall (no completed I/O)", requirement, "impact.longest_stall_s", "<=",
               "fault_stall_max_s", unit="s", unmeasured=NO_COMPLETIONS,
               context=(("the scenario's own limit s", "scenario.criteria.max_stall_s"),)),

@@ -36,18 +36,21 @@ class BuiltReport:
     signer: str | None
     outcome_rows: tuple[tuple[str, str], ...]
     headlines: tuple[Headline, ...] = ()
+    altered: tuple[str, ...] = ()       # "<run>: <file>: changed ...": evidence unlike its manifest (feeds nothing)
 
     def to_dict(self) -> dict:
         return {"folder": str(self.folder), "runs": list(self.runs), "files": self.files, "signer": self.signer,
                 "gates": [{"gate": g, "outcome": o} for g, o in self.outcome_rows],
                 "decisions": [{"decision": h.decision.value, "thresholds": h.thresholds, "source": h.source,
-                               "gate_run": h.run, "gates": [g.line() for g in h.gates]} for h in self.headlines]}
+                               "gate_run": h.run, "gates": [g.line() for g in h.gates]} for h in self.headlines],
+                "altered": list(self.altered)}
 
     def lines(self) -> list[str]:
         """What the terminal shows: the decision first, then where the report is."""
         out = [line for h in self.headlines for line in h.lines()] or \
             ["INCOMPLETE - no gate run among the evidence: nothing was judged against the gates"]
         signed = f"signed by {self.signer}" if self.signer else "UNSIGNED: pass --key to sign"
+        out += [f"EVIDENCE NOT INTACT (unlike its manifest, judged ERROR, feeds nothing): {line}" for line in self.altered]
         return out + [f"report: {self.folder}/report.html ({self.files} files, {signed})"]
 
 
@@ -145,5 +148,6 @@ def build_report(run_paths: list[Path], out: Path, private_key: Path | None = No
     (out / "junit.xml").write_text(junit_xml(runs, junit_not_run))
     manifest = write_manifest(out, private_key)
     rows = tuple((v.name, v.outcome.value) for v in gate_verdicts(runs))
+    altered = tuple(f"{r.name}: {problem}" for r in runs for problem in r.problems)
     return BuiltReport(out, tuple(r.name for r in runs), len(manifest["files"]), manifest["signer"], rows,
-                       model.headlines)
+                       model.headlines, altered)

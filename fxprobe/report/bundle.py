@@ -26,7 +26,7 @@ from pathlib import Path
 from fxprobe.core import manifest as manifests
 from fxprobe.core.manifest import bundle_around, is_bundle  # noqa: F401  (re-exported)
 from fxprobe.core.errors import BadInput
-from fxprobe.core.rundir import utc_stamp
+from fxprobe.core.rundir import RunDir, utc_stamp
 from fxprobe.core.verdict import Outcome
 from fxprobe.report import signing
 
@@ -196,8 +196,18 @@ def verify_bundle(folder: Path, public_key_path: Path | None = None,
     if not signing.verify(key, data, text):
         return Verification(str(folder), len(listed), _bad_signature(folder, listed, data, text, public_key_path),
                             "BAD", "", source)
-    problems = _files(folder, listed) + _sums_signature(folder, key)
+    problems = _files(folder, listed) + _sums_signature(folder, key) + evidence_problems(folder)
     return Verification(str(folder), len(listed), tuple(problems), "valid", signing.fingerprint(key), source, pinned)
+
+
+def evidence_problems(folder: Path) -> list[str]:
+    """Each bundled run folder (evidence/<run>/) checked against its own manifest.json (RunDir.integrity): a run
+    edited before it was bundled and signed is signed as edited; its own manifest still tells."""
+    evidence = Path(folder) / "evidence"
+    if not evidence.is_dir():
+        return []
+    return [f"evidence/{run.name}: {problem} (the run's own {MANIFEST})" for run in sorted(evidence.iterdir())
+            if run.is_dir() for problem in RunDir(run).integrity()]
 
 
 def _sums_signature(folder: Path, key) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxprobe.core.rundir import RunDir, RunResults
+from fxprobe.core.rundir import RunDir, RunResults, altered_criterion
 from fxprobe.core.verdict import Verdict
 from fxprobe.report.commands import Command, CommandGroup, collapse, fold
 
@@ -27,6 +27,7 @@ class RunView(RunResults):
     command_records: tuple[Command, ...] = ()   # every subprocess the run started (commands.jsonl), folded
     gates: tuple[Verdict, ...] = ()    # the verdicts of a `gate ...` run (`gate g3`: one, `gate all`: four)
     origins: tuple[str, ...] = ()      # where a bundled copy was copied from (evidence paths name those)
+    problems: tuple[str, ...] = ()     # how the folder differs from its manifest (then it feeds no criterion)
 
     @property
     def command_groups(self) -> list[CommandGroup]:
@@ -37,8 +38,16 @@ verdict_from_dict = Verdict.from_dict     # one (de)serialization of criteria: f
 
 
 def read_run(path: Path) -> RunView:
+    """A run as the report shows it; a folder unlike its manifest (RunDir.integrity) shows one ERROR criterion
+    naming the files in place of its verdicts (a gate run's too: it decides nothing)."""
     run = RunDir.open(path)
     results = run.results()
+    problems = tuple(run.integrity())
+    if problems:
+        altered = Verdict(f"evidence {run.path.name} intact", (altered_criterion(run.path, list(problems)),))
+        commands = tuple(c for c in (fold(r) for r in run.commands() if isinstance(r, dict)) if c is not None)
+        gate = str(results.get("command", "")).split(" ")[0] == "gate"
+        return RunView(run.path, results, (altered,), commands, (altered,) if gate else (), problems=problems)
     verdicts = []
     if isinstance(results.get("verdict"), dict):
         verdicts.append(verdict_from_dict(results["verdict"]))
