@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from fxprobe.core.rundir import RunDir
 from fxprobe.gates.catalog import judge_all
 from fxprobe.gates.config import LAB_FILE, load_config
 from fxprobe.tools import fio
@@ -65,6 +66,7 @@ def test_eight_nodes_read_back_p50_p99_equal_an_independent_merge_and_g3_counts_
     run = tmp_path / "03-multi-node-read-back"
     run.mkdir()
     shutil.copy(FIXTURE / "results.json", run / "results.json")
+    RunDir(run).finalize()                  # its manifest, as the run wrote one (the gates check it)
     for config, need in ((None, 8), (LAB_FILE, load_config(LAB_FILE).get("g3", "nodes_sharing"))):
         _, results, _ = judge_all([run], load_config(config))
         (g3,) = [g for g in results["gates"] if g["name"].startswith("G3")]
