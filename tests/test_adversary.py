@@ -200,7 +200,7 @@ TOML_READERS = {
     "fault scenario": (_docs("faults/*.toml"), ["fault", "run", "{}", "--dry-run"],
                        {"timing.fault_s": ">=0", "timing.recover_s": ">=0", "load.iodepth": ">0",
                         "load.log_msec": ">0", "criteria.max_errors": ">=0", "criteria.max_stall_s": ">=0",
-                        "criteria.max_p99_ratio": ">0"}, [("fault",), ("fault", "kind")]),
+                        "criteria.max_p99_ratio": ">0"}, [("fault",), ("fault", "kind"), ("timing",), ("criteria",)]),
     "gates.toml": (_docs("gates*.toml"), ["gate", "g1", "--config", "{}"],   # the buyer's and the lab-scaled
                    {"g1.drives_expected": ">0", "g3.nodes_sharing": ">0", "g4.soak_hours_min": ">0",
                     "g4.interruptions_max": ">=0", "g2.line_efficiency_min_pct": ">=0", "g4.fault_stall_max_s": ">=0",

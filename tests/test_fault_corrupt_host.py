@@ -37,7 +37,7 @@ def run(tmp_path: Path, device: str, identity: str, offset: str, timing: str = "
         "fault_s = 2\nrecover_s = 1", region: str = "24M") -> tuple[int, dict]:
     scenario = tmp_path / f"corrupt-{offset}.toml"
     scenario.write_text(f'[fault]\nkind = "corrupt"\ndevice = "{device}"\narray_offset = "{offset}"\nlength = "64k"\n'
-                        f'[timing]\n{timing}\n'
+                        f'[timing]\n{timing}\n[criteria]\n'
                         f'[load]\ntarget = "{device}"\nregion = "{region}"\n')   # 256 passes outlast the load
     done = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "--json",
                            "fault", "run", str(scenario), "--yes", "--allow-serial", device, "--allow-serial",

@@ -225,7 +225,7 @@ def fxprobe(tmp_path, *args, env=None):
 
 def test_cli_dry_run_is_the_default_off_a_lab_and_prints_the_plan(tmp_path, veth):
     scenario = tmp_path / "cut.toml"
-    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n'
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[timing]\n[criteria]\n[load]\ntarget = "/dev/null"\n'
                         'verify = "off"\nno_verify_reason = "plan only"\n')   # a verified load writes its layout
     done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario))
     assert done.returncode == 3, done.stderr
@@ -239,7 +239,7 @@ def test_cli_dry_run_is_the_default_off_a_lab_and_prints_the_plan(tmp_path, veth
 
 def test_cli_device_not_on_the_allow_list_is_refused(tmp_path, veth):
     scenario = tmp_path / "cut.toml"
-    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[load]\ntarget = "/dev/null"\n'
+    scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n[timing]\n[criteria]\n[load]\ntarget = "/dev/null"\n'
                         'verify = "off"\nno_verify_reason = "plan only"\n')
     done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow-serial", "SOMETHING-ELSE")
     assert done.returncode == 2
@@ -250,7 +250,7 @@ def test_cli_device_not_on_the_allow_list_is_refused(tmp_path, veth):
 
 def test_cli_fault_the_environment_cannot_do_is_exit_3_one_line(tmp_path):
     scenario = tmp_path / "port.toml"
-    scenario.write_text('[fault]\nkind = "port-disable"\nport = 1\nnqn = "nqn.2026-12.io.x:y"\n'
+    scenario.write_text('[fault]\nkind = "port-disable"\nport = 1\nnqn = "nqn.2026-12.io.x:y"\n[timing]\n[criteria]\n'
                         '[load]\ntarget = "/dev/null"\nverify = "off"\nno_verify_reason = "plan only"\n')
     done = fxprobe(tmp_path, "fault", "run", str(scenario), "--yes", "--allow-serial", "nvmet-port:1")
     assert done.returncode == 3

@@ -90,13 +90,14 @@ def test_changes_keep_only_state_transitions():
 
 
 def test_load_argv_writes_epoch_logs_and_counts_errors():
-    scenario = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[load]\nlog_msec = 1000\n', "x.toml")
+    scenario = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[load]\nlog_msec = 1000\n[timing]\n[criteria]\n',
+                              "x.toml")
     argv = load_argv(scenario, "/dev/nvme0n1", "/tmp/d")
     for flag in ("--log_unix_epoch=1", "--log_avg_msec=0", "--log_hist_msec=1000", "--continue_on_error=all",
                  "--write_lat_log=/tmp/d/load", "--output-format=json"):   # per-I/O completion log: exact stalls
         assert flag in argv
     assert "--runtime=322" in argv       # 10 + 10 + the rebuild bound (300 s after the restore) + 2
-    quick = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[timing]\nrebuild_s = 0\n', "x.toml")
+    quick = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[timing]\nrebuild_s = 0\n[criteria]\n', "x.toml")
     assert "--runtime=32" in load_argv(quick, "/dev/nvme0n1", "/tmp/d")
 
 

@@ -11,6 +11,11 @@ from fxprobe.faults.scenario import SCENARIO_DIR, load_scenario, parse_scenario,
 MINIMAL = '[fault]\nkind = "drive-pull"\nslot = 0\n'
 
 
+def with_tables(text: str) -> str:
+    """The scenario with the tables every scenario must have ([timing], [criteria]) added empty where missing."""
+    return text + "".join(f"\n[{t}]\n" for t in ("timing", "criteria") if f"[{t}]" not in text)
+
+
 def test_shipped_scenarios_load_and_include_the_required_names():
     names = scenario_names()
     for required in ("drive-pull", "link-down", "link-flap", "drive-pull-raid0", "link-down-single-path"):
@@ -22,14 +27,14 @@ def test_shipped_scenarios_load_and_include_the_required_names():
 
 
 def test_defaults_are_filled_in():
-    scenario = parse_scenario(MINIMAL, "x.toml")
+    scenario = parse_scenario(with_tables(MINIMAL), "x.toml")
     assert scenario.criteria == {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0,
                                  "max_p99_ratio": 10.0, "max_rebuild_s": None, "min_rebuild_throughput_pct": None}
     assert scenario.fault["via"] == "auto"
     assert scenario.total_s == 30.0
     # a drive pull's load runs on while md rebuilds, up to the bound after the restore
     assert scenario.rebuild_bound_s == 300.0 and scenario.planned_s == 320.0
-    cut = parse_scenario('[fault]\nkind = "link-down"\n', "y.toml")
+    cut = parse_scenario(with_tables('[fault]\nkind = "link-down"\n'), "y.toml")
     assert cut.rebuild_bound_s == 0.0 and cut.planned_s == cut.total_s
 
 
@@ -59,7 +64,7 @@ def test_defaults_are_filled_in():
 ])
 def test_bad_keys_name_file_key_and_allowed_values(text, key, words):
     with pytest.raises(BadInput) as caught:
-        parse_scenario(text, "faults/bad.toml")
+        parse_scenario(with_tables(text), "faults/bad.toml")
     message = str(caught.value)
     assert message.startswith("faults/bad.toml: field ")
     assert f"field '{key}'" in message and words in message
@@ -74,7 +79,7 @@ def test_unknown_scenario_name_lists_known_ones():
 
 def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text(MINIMAL + "[criteria]\nmax_stal_s = 3\n")
+    bad.write_text(MINIMAL + "[timing]\n[criteria]\nmax_stal_s = 3\n")
     done = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"),
                            "fault", "run", str(bad), "--lab"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
@@ -94,3 +99,17 @@ def test_readme_documents_every_key_and_its_default():
     for section, keys in SCHEMA.items():
         for key in keys:
             assert f"`{section + '.' if section else ''}{key}`" in text, key
+
+
+@pytest.mark.parametrize("missing", ["timing", "criteria"])
+def test_a_truncated_scenario_is_refused_naming_the_file_and_the_missing_table(tmp_path, missing):
+    """A file cut after [fault] ran on the default timing and criteria: now one line, exit 2, nothing run."""
+    scenario = tmp_path / "truncated.toml"
+    scenario.write_text(MINIMAL + "".join(f"[{t}]\n" for t in ("timing", "criteria") if t != missing))
+    with pytest.raises(BadInput, match=rf"^{scenario}: field '{missing}': missing: no \[{missing}\] table"):
+        load_scenario(str(scenario))
+    done = subprocess.run([sys.executable, "-m", "fxprobe.cli.main", "--runs", str(tmp_path / "runs"), "fault", "run",
+                           str(scenario), "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+    assert f"{scenario}: field '{missing}': missing: no [{missing}] table" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -14,7 +14,7 @@ STDERR = (Path(__file__).parent / "fixtures" / "fio-verify" / "file-read-3.33.st
 
 
 def scenario(load: str = ""):
-    return parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[load]\n' + load, "x.toml")
+    return parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[timing]\n[criteria]\n[load]\n' + load, "x.toml")
 
 
 def test_read_load_is_confined_to_the_laid_out_region_and_verifies_every_read():

@@ -85,7 +85,7 @@ def test_raid10_uses_md_roles_not_mdstat_numbers():
 
 
 def scenario(fault: str):
-    return parse_scenario(f'[fault]\nkind = "drive-pull"\n{fault}\n', "x.toml")
+    return parse_scenario(f'[fault]\nkind = "drive-pull"\n{fault}\n[timing]\n[criteria]\n', "x.toml")
 
 
 def test_a_scenario_names_several_drives_one_way():

@@ -75,7 +75,7 @@ def test_a_job_file_with_runtime_nan_is_never_written(tmp_path):
 
 def test_a_scenario_with_nan_is_refused(tmp_path):
     scenario = tmp_path / "s.toml"
-    scenario.write_text('[fault]\nkind = "drive-pull"\nslot = 0\n[criteria]\nmax_stall_s = nan\n')
+    scenario.write_text('[fault]\nkind = "drive-pull"\nslot = 0\n[timing]\n[criteria]\nmax_stall_s = nan\n')
     assert "field 'criteria.max_stall_s': must be a finite number" in \
         one_line_exit_2(tmp_path, "fault", "run", str(scenario), "--dry-run")
 
@@ -148,7 +148,7 @@ def test_a_fault_dry_run_shows_the_refusal_of_a_writing_load(tmp_path, target):
     if target is None:
         pytest.skip("the root filesystem is not on a /dev block device here")
     scenario = tmp_path / "s.toml"
-    scenario.write_text(f'[fault]\nkind = "link-down"\nvia = "netlink"\ninterface = "lo"\n'
+    scenario.write_text(f'[fault]\nkind = "link-down"\nvia = "netlink"\ninterface = "lo"\n[timing]\n[criteria]\n'
                         f'[load]\ntarget = "{target}"\nrw = "randwrite"\n')
     code, out, err = cli(tmp_path, "fault", "run", str(scenario), "--dry-run")
     assert code == 2 and "internal error" not in err, (code, out, err)

@@ -2,7 +2,8 @@
 
 A scenario says which fault to inject and how (``[fault]``), when and for how long (``[timing]``),
 what load runs meanwhile (``[load]``), the invisibility criteria (``[criteria]``) and, for the lab,
-which export and how many paths (``[lab]``). Every key has a documented default (DEFAULTS below).
+which export and how many paths (``[lab]``). ``[fault]``, ``[timing]`` and ``[criteria]`` must be there (a
+truncated file is refused, never run on defaults); every key in them has a documented default.
 """
 
 from __future__ import annotations
@@ -181,12 +182,14 @@ class ScenarioFile(InputModel):
 
     description: str = _help("one line saying what the scenario shows", default="")
     fault: FaultTable
-    timing: TimingTable = TimingTable()
+    timing: TimingTable           # required: when the fault happens and how long the load runs
     load: LoadTable = LoadTable()
-    criteria: CriteriaTable = CriteriaTable()
+    criteria: CriteriaTable       # required: what "invisible" means is never left to the defaults
     lab: LabTable = LabTable()
 
 
+REQUIRED_TABLES = {"timing": "timing (steady_s, fault_s, recover_s)",      # and [fault], which the schema requires
+                   "criteria": "criteria (max_errors, max_stall_s, min_throughput_pct, max_p99_ratio)"}
 TABLES = {"fault": FaultTable, "timing": TimingTable, "load": LoadTable, "criteria": CriteriaTable, "lab": LabTable}
 # section -> key -> field (type, default, help), "" for the top level: what faults/README.md documents
 SCHEMA = {"": {"description": ScenarioFile.model_fields["description"]},
@@ -229,7 +232,12 @@ class Scenario(AsDict):
 
 def parse_scenario(text: str, source: str, name: str | None = None) -> Scenario:
     """Validate scenario TOML text; BadInput names the file, the field and what is allowed."""
-    parsed = validate(ScenarioFile, parse_toml(text, source), source)
+    data = parse_toml(text, source)
+    for table in REQUIRED_TABLES:
+        if "fault" in data and table not in data:
+            raise BadInput(f"{source}: field '{table}': missing: no [{table}] table - a scenario states its "
+                           f"{REQUIRED_TABLES[table]}, a truncated file is never run on defaults (faults/README.md)")
+    parsed = validate(ScenarioFile, data, source)
     tables = {key: getattr(parsed, key).model_dump() for key in TABLES}
     return Scenario(name or Path(source).stem, source, parsed.description, **tables)
 
