@@ -43,7 +43,7 @@ def _single(app, name: str, evidence_paths, config_path, arrays: str | None = No
 
 def _results(verdict: Verdict, config, evidence_paths) -> dict:
     return {"verdict": verdict.to_dict(), "thresholds": config.to_dict(),
-            "evidence": [str(p) for p in evidence_paths]}
+            "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths)}
 
 
 def _make_single(name: str, title: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Union
@@ -242,7 +242,9 @@ class Criterion:
     @classmethod
     def from_dict(cls, data: dict) -> "Criterion":
         """The inverse of :meth:`to_dict` (the one way a recorded criterion is read back); an unknown
-        outcome reads as error, derived keys (margin) are recomputed, not trusted."""
+        outcome reads as error, derived keys (margin) are recomputed, not trusted, and so is the outcome: a
+        pass or fail whose own measured value, comparator and threshold (numbers) say otherwise is refused
+        (ERROR, saying so)."""
         try:
             outcome = Outcome(data.get("outcome", "error"))
         except ValueError:
@@ -250,8 +252,29 @@ class Criterion:
         text = {key: data.get(key) if isinstance(data.get(key), str) else "" for key in CRITERION_TEXT}
         places = data.get("places")
         places = places if isinstance(places, int) and not isinstance(places, bool) and 0 <= places <= 60 else None
-        return cls(str(data.get("name", "?")), outcome, data.get("measured"), data.get("threshold"), **text,
+        read = cls(str(data.get("name", "?")), outcome, data.get("measured"), data.get("threshold"), **text,
                    places=places)
+        refused = read.contradiction()
+        return replace(read, outcome=Outcome.ERROR, detail="; ".join(filter(None, [refused, read.detail]))) \
+            if refused else read
+
+    def contradiction(self) -> str:
+        """Why the recorded outcome cannot be this criterion's own (its figures re-judged by :func:`decide`), or
+        "": only a pass or fail with a numeric measured value and threshold and a comparator is re-judged. A
+        figure within float rounding of its threshold (recorded as the nearest float) is not second-guessed."""
+        if self.outcome not in (Outcome.PASS, Outcome.FAIL) or self.comparator not in _COMPARATORS:
+            return ""
+        try:
+            measured, threshold = exact(self.measured), exact(self.threshold)
+        except ValueError:
+            return ""
+        judged = Outcome.PASS if _COMPARATORS[self.comparator](measured, threshold) else Outcome.FAIL
+        if judged is self.outcome or abs(measured - threshold) <= Fraction(1, 10 ** 12) * max(abs(measured),
+                                                                                                abs(threshold)):
+            return ""
+        return (f"REFUSED: recorded as {self.outcome.value.upper()}, but its own figures "
+                f"{format_number(self.measured, self.unit)} {self.comparator} {self.threshold_text()} give "
+                f"{judged.value.upper()}: the outcome does not follow from its own figures and is not trusted")
 
 
 def _recorded_or(value: Any) -> Any:

@@ -311,5 +311,5 @@ def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, 
     for verdict in verdicts:
         human += verdict_lines(verdict)
     results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),
-               "evidence": [str(p) for p in evidence_paths]}
+               "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths)}
     return combine([v.outcome for v in verdicts]), results, human

@@ -170,6 +170,13 @@ class Evidence:
     def matching(self, requirement: "Requirement") -> list[RunRecord]:
         return [run for run in self.runs if requirement.matches(run)]
 
+    @staticmethod
+    def record(paths: Iterable[Path]) -> list[dict]:
+        """What a gate run records of each folder it read (results ``evidence_runs``): path, name and the SHA-256
+        of its manifest.json (None: it has none), by which a report finds each one bundled, intact."""
+        return [{"path": str(path), "name": Path(path).name, "manifest_sha256": RunDir(Path(path)).manifest_sha256()}
+                for path in paths]
+
     def names(self) -> list[str]:
         return [f"{run.path.name} ({run.command or '?'})" for run in self.runs]
 

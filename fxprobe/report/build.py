@@ -42,7 +42,8 @@ class BuiltReport:
         return {"folder": str(self.folder), "runs": list(self.runs), "files": self.files, "signer": self.signer,
                 "gates": [{"gate": g, "outcome": o} for g, o in self.outcome_rows],
                 "decisions": [{"decision": h.decision.value, "thresholds": h.thresholds, "source": h.source,
-                               "gate_run": h.run, "gates": [g.line() for g in h.gates]} for h in self.headlines],
+                               "gate_run": h.run, "gates": [g.line() for g in h.gates], "untied": list(h.untied)}
+                              for h in self.headlines],
                 "altered": list(self.altered)}
 
     def lines(self) -> list[str]:
@@ -50,7 +51,7 @@ class BuiltReport:
         out = [line for h in self.headlines for line in h.lines()] or \
             ["INCOMPLETE - no gate run among the evidence: nothing was judged against the gates"]
         signed = f"signed by {self.signer}" if self.signer else "UNSIGNED: pass --key to sign"
-        out += [f"EVIDENCE NOT INTACT (unlike its manifest, judged ERROR, feeds nothing): {line}" for line in self.altered]
+        out += [f"EVIDENCE NOT INTACT (unlike its manifest: ERROR, feeds nothing): {line}" for line in self.altered]
         return out + [f"report: {self.folder}/report.html ({self.files} files, {signed})"]
 
 

@@ -28,6 +28,7 @@ class RunView(RunResults):
     gates: tuple[Verdict, ...] = ()    # the verdicts of a `gate ...` run (`gate g3`: one, `gate all`: four)
     origins: tuple[str, ...] = ()      # where a bundled copy was copied from (evidence paths name those)
     problems: tuple[str, ...] = ()     # how the folder differs from its manifest (then it feeds no criterion)
+    manifest: str | None = None        # SHA-256 of its manifest.json (a gate run records its evidence's)
 
     @property
     def command_groups(self) -> list[CommandGroup]:
@@ -47,7 +48,8 @@ def read_run(path: Path) -> RunView:
         altered = Verdict(f"evidence {run.path.name} intact", (altered_criterion(run.path, list(problems)),))
         commands = tuple(c for c in (fold(r) for r in run.commands() if isinstance(r, dict)) if c is not None)
         gate = str(results.get("command", "")).split(" ")[0] == "gate"
-        return RunView(run.path, results, (altered,), commands, (altered,) if gate else (), problems=problems)
+        return RunView(run.path, results, (altered,), commands, (altered,) if gate else (), problems=problems,
+                       manifest=run.manifest_sha256())
     verdicts = []
     if isinstance(results.get("verdict"), dict):
         verdicts.append(verdict_from_dict(results["verdict"]))
@@ -58,4 +60,4 @@ def read_run(path: Path) -> RunView:
         name = " ".join(str(x) for x in (results.get("command", run.path.name), plan.get("scenario")) if x)
         verdicts.append(verdict_from_dict({"name": name, "criteria": results["criteria"]}))
     commands = tuple(c for c in (fold(r) for r in run.commands() if isinstance(r, dict)) if c is not None)
-    return RunView(run.path, results, tuple(verdicts), tuple(commands), gates)
+    return RunView(run.path, results, tuple(verdicts), tuple(commands), gates, manifest=run.manifest_sha256())

@@ -78,12 +78,15 @@ class Headline:
     missing: tuple[str, ...]     # gates not judged by this run
     run: str                     # the gate run folder's name
     scale: str = ""              # lab-scaled: "5 thresholds SCALED, 4 NOT JUDGED (each printed with its reason)"
+    untied: tuple[str, ...] = ()  # evidence the gate run read that is not in the report, intact (never ACCEPTED)
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
         head += f"; {self.scale}" if self.scale else ""
+        head += f"; {len(self.untied)} of the gate run's evidence not in this report, intact" if self.untied else ""
         out = [head] + ["  " + g.line() for g in self.gates]
         out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
+        out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
         return out
 
 
@@ -147,7 +150,9 @@ def decide(lines: list[GateLine], missing: list[str]) -> Decision:
     return Decision.ACCEPTED
 
 
-def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...]) -> Headline:
+def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied: tuple[str, ...] = ()) -> Headline:
+    """The decision of one gate run; ``untied``: its evidence not in the report intact (:func:`untied`), which
+    makes what would be ACCEPTED (or PASSED AT LAB SCALE) INCOMPLETE."""
     lines = [gate_line(v) for v in verdicts]
     judged = {v.name.split()[0].upper() for v in verdicts}
     missing = [g for g in GATES if g not in judged]
@@ -155,7 +160,31 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...]) -> Hea
     decision = decide(lines, missing)
     if decision is Decision.ACCEPTED and label != "buyer's thresholds":
         decision = Decision.LAB_PASS
-    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale_summary(results))
+    if untied and decision in (Decision.ACCEPTED, Decision.LAB_PASS):
+        decision = Decision.INCOMPLETE
+    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale_summary(results),
+                    tuple(untied))
+
+
+def untied(gate_run, runs) -> tuple[str, ...]:
+    """Each folder a gate run read (its ``evidence_runs``: name and manifest SHA-256) that no run of the report
+    (RunViews) matches, intact, one line each: a verdict is only as good as the evidence beside it."""
+    recorded = gate_run.results.get("evidence_runs")
+    if not isinstance(recorded, list):
+        return (f"gate run {gate_run.name} records no manifest of the folders it read (an fxprobe before "
+                "'evidence_runs'): its verdicts cannot be tied to the evidence in this report; judge the gates again",)
+    present = {run.manifest: run for run in runs if not run.problems}
+    out = []
+    for entry in recorded:
+        entry = entry if isinstance(entry, dict) else {}
+        name, sha = str(entry.get("name") or entry.get("path") or "?"), entry.get("manifest_sha256")
+        found = present.get(sha) if isinstance(sha, str) else \
+            next((run for run in runs if run.name == name and run.manifest is None and not run.problems), None)
+        if found is None:
+            changed = [run.name for run in runs if run.name == name]
+            why = "in this report but not as the gate read it (another manifest)" if changed else "not in this report"
+            out.append(f"{name} (manifest SHA-256 {str(sha)[:16]}): {why}")
+    return tuple(out)
 
 
 def bundle_headlines(folder: Path) -> list[Headline]:
@@ -163,5 +192,5 @@ def bundle_headlines(folder: Path) -> list[Headline]:
     from fxprobe.report.collect import read_run
     runs = [read_run(p) for p in sorted((Path(folder) / "evidence").iterdir()) if (p / "results.json").is_file()] \
         if (Path(folder) / "evidence").is_dir() else []
-    heads = [headline(run.name, run.results, run.gates) for run in runs if run.gates]
+    heads = [headline(run.name, run.results, run.gates, untied(run, runs)) for run in runs if run.gates]
     return sorted(heads, key=lambda h: h.thresholds != "buyer's thresholds")
