@@ -139,17 +139,81 @@ def test_different_models_are_not_compared(tmp_path, capsys):
     assert "not comparable: model Qwen/A" in capsys.readouterr().out
 
 
-def test_different_input_sizes_are_warned_and_failures_refused(tmp_path, capsys):
-    cand = _vllm(tmp_path / "a.json", total_input_tokens=100000, median_ttft_ms=700, output_throughput=130)
-    base = _vllm(tmp_path / "b.json", total_input_tokens=80000)
+def test_input_sizes_beyond_the_tolerance_are_not_run_and_failures_refused(tmp_path, capsys):
+    """100,000 vs 80,000 input tokens was compared with a WARNING beside a PASS; now it is NOT RUN, the tolerance
+    printed, and 100,000 vs 98,000 (2 %) is compared with both figures printed."""
+    cand = _vllm(tmp_path / "a.json", model_id="Qwen/A", total_input_tokens=100000, median_ttft_ms=700,
+                 output_throughput=130)
+    base = _vllm(tmp_path / "b.json", model_id="Qwen/A", total_input_tokens=80000)
     assert fxprobe(tmp_path, "gate", "g3", "--candidate", cand, "--baseline", base) == 3
     out = capsys.readouterr().out
-    assert "WARNING input tokens differ: 100000 vs 80000" in out
-    assert "c8 TTFT p50 reduction: 30.0 %" in out
+    assert "NOT RUN c8 comparison: - - not the same workload: input tokens 100,000 vs 80,000: 20.0 % apart " \
+           "(tolerance 5 %)" in out and "c8 TTFT p50 reduction" not in out
+    near = _vllm(tmp_path / "n.json", model_id="Qwen/A", total_input_tokens=98000)
+    assert fxprobe(tmp_path, "gate", "g3", "--candidate", cand, "--baseline", near) == 3
+    out = capsys.readouterr().out
+    assert "PASS    c8 TTFT p50 reduction: 30.0 %" in out and "input tokens 100,000 vs 98,000: 2.0 % apart " \
+           "(tolerance 5 %)" in out
     failed = _vllm(tmp_path / "f.json", total_input_tokens=100000, failed=3, median_ttft_ms=700, output_throughput=130)
     assert fxprobe(tmp_path, "gate", "g3", "--candidate", failed, "--baseline", base) == 2
     err = capsys.readouterr().err
     assert f"{failed}: field 'failed': 3 requests failed" in err and err.count("\n") == 1
+
+
+def test_results_that_are_not_one_workload_are_not_compared(tmp_path, capsys):
+    """Review proof runs5: a candidate of 3 requests at c16 against a baseline with no max_concurrency and no model and
+    30,000 x the input tokens gave PASS with a WARNING. Each such pair is NOT RUN, naming what differs or is unknown;
+    the honest twin (the same files, the same workload) is compared."""
+    import json
+    honest = {"model_id": "Qwen/Q", "max_concurrency": 16, "completed": 1000, "total_input_tokens": 90_000_000,
+              "output_throughput": 53.6, "median_ttft_ms": 17310.0}
+    cand = {**honest, "output_throughput": 74.9, "median_ttft_ms": 11850.0}
+    cases = {"no concurrency, no model": ({k: v for k, v in honest.items() if k not in ("model_id", "max_concurrency")},
+                                          "records no concurrency level"),
+             "no model": ({k: v for k, v in honest.items() if k != "model_id"}, "not comparable: model unknown in"),
+             "other model": ({**honest, "model_id": "Qwen/Other"}, "not comparable: model Qwen/Q in"),
+             "3 requests": ({**honest, "completed": 3, "total_input_tokens": 3000},
+                            "not the same workload: input tokens 90,000,000 vs 3,000: 100.0 % apart (tolerance 5 %)"),
+             "requests only": ({**honest, "completed": 900}, "completed requests 1,000 vs 900: 10.0 % apart")}
+    (tmp_path / "cand.json").write_text(json.dumps(cand))
+    for name, (base, words) in cases.items():
+        (tmp_path / "base.json").write_text(json.dumps(base))
+        fxprobe(tmp_path, "gate", "g3", "--candidate", str(tmp_path / "cand.json"), "--baseline",
+                str(tmp_path / "base.json"), "--config", str(_one_level(tmp_path, 16)))
+        out = capsys.readouterr().out
+        assert "G3 main joint test (one-level): NOT RUN" in out and words in out, (name, out)
+        assert "PASS    c16" not in out and "TTFT p50 reduction" not in out, (name, out)
+    (tmp_path / "base.json").write_text(json.dumps(honest))
+    fxprobe(tmp_path, "gate", "g3", "--candidate", str(tmp_path / "cand.json"), "--baseline",
+            str(tmp_path / "base.json"), "--config", str(_one_level(tmp_path, 16)))
+    out = capsys.readouterr().out
+    assert "PASS    c16 TTFT p50 reduction: 31.5 %" in out and "model Qwen/Q at concurrency 16; input tokens " \
+           "90,000,000 vs 90,000,000: 0.0 % apart (tolerance 5 %); completed requests 1,000 vs 1,000" in out
+
+
+def _one_level(tmp_path, level):
+    config = tmp_path / "one-level.toml"
+    config.write_text(f"[g3]\nconcurrency_levels = [{level}]\n")
+    return config
+
+
+def test_a_required_level_left_out_is_not_run(tmp_path, capsys):
+    """Review proof runs4: only c16 and c32 given (c8 fails the band at 28.9 %): every criterion passed and c8 was
+    silently missing. Now c8 is NOT RUN, naming g3.concurrency_levels; all three levels given judge c8 (FAIL)."""
+    args = ["gate", "g3", "--candidate", *r2("array", (16, 32)), "--baseline", *r2("local-nvme", (16, 32))]
+    assert fxprobe(tmp_path, *args) == 3
+    out = capsys.readouterr().out
+    assert "NOT RUN c8 comparison: - - no candidate and baseline at concurrency 8, a required level " \
+           "(g3.concurrency_levels = [8, 16, 32] (" in out
+    assert "c16 throughput gain (band low): 39.7 %" in out and "FAIL" not in out
+    (run,) = runs_of(tmp_path, "gate g3")
+    capsys.readouterr()
+    assert fxprobe(tmp_path, "gate", "g3", "--evidence", str(run)) == 3           # re-judged: the same
+    assert "NOT RUN c8 comparison" in capsys.readouterr().out
+    assert fxprobe(tmp_path, *g3_args()) == 1                                     # the twin: c8 judged, and fails
+    assert "FAIL    c8 throughput gain (band low): 28.9 %" in capsys.readouterr().out
+    assert fxprobe(tmp_path, *args, "--config", str(_one_level(tmp_path, 16))) == 3   # only c16 required: c32 extra
+    assert "NOT RUN c8" not in capsys.readouterr().out
 
 
 def test_four_outcomes_from_g3_evidence(tmp_path, capsys):
@@ -173,7 +237,8 @@ def test_pairing_rules():
     a8, a16 = (load_benchmark(p) for p in r2("array", (8, 16)))
     b8, b16 = (load_benchmark(p) for p in r2("local-nvme", (8, 16)))
     loose = replace(b8, concurrency=None, source="loose.json")
-    assert pair_results([a8], [loose]) == ([(a8, loose)], [])
+    pairs, unpaired = pair_results([a8], [loose])       # a level unknown pairs with nothing, even one against one
+    assert pairs == [] and [u.label for u in unpaired] == ["c8", "loose"]
     pairs, unpaired = pair_results([a8], [b16])
     assert pairs == [] and {u.label for u in unpaired} == {"c8", "c16"}
     pairs, unpaired = pair_results([a8, a16], [b8, loose])

@@ -46,6 +46,7 @@ class G3Thresholds(InputModel):
     throughput_gain_max_pct: Percent = 40.0
     nodes_sharing: PositiveInt = 8
     nic_ceiling_min_pct: Percent = 90.0
+    concurrency_levels: list[PositiveInt] = [8, 16, 32]    # not a threshold: the levels G3 must compare (R2's)
 
     _band = not_below("throughput_gain_min_pct", "throughput_gain_max_pct")
 
@@ -67,7 +68,7 @@ class G4Thresholds(InputModel):
 
 
 GATE_TABLES = {"g1": G1Thresholds, "g2": G2Thresholds, "g3": G3Thresholds, "g4": G4Thresholds}
-NOT_THRESHOLDS = {"arrays", "trusted_signers"}       # lists that name things: never scaled, never left out
+NOT_THRESHOLDS = {"arrays", "trusted_signers", "concurrency_levels"}       # lists that name things: never scaled, never left out
 THRESHOLD_KEYS = tuple(f"{gate}.{key}" for gate, model in GATE_TABLES.items() for key in model.model_fields
                        if key not in NOT_THRESHOLDS)
 # thresholds one criterion is judged with together: a lab scale leaves all of them out or none

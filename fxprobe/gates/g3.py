@@ -41,7 +41,8 @@ from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import (MISSING, Check, Evidence, Gate, Judge, Requirement, RunRecord, did_not_run,
                                   errored)
 from fxprobe.core.rundir import RunDir
-from fxprobe.core.verdict import Criterion, Outcome, Verdict, deciding_places, exact, format_number
+from fxprobe.core.verdict import (Criterion, Outcome, Verdict, deciding_places, exact, format_fixed,
+                                  format_number)
 from fxprobe.workload.common_span import Concurrent
 
 TTFT_KEYS = ("p50", "p90", "p99")
@@ -158,13 +159,9 @@ def one_per_level(results: list[BenchmarkResult], side: str, command: str = "gat
 
 def pair_results(candidates: list[BenchmarkResult], baselines: list[BenchmarkResult]
                  ) -> tuple[list[tuple[BenchmarkResult, BenchmarkResult]], list[Unpaired]]:
-    """Pair by concurrency; one candidate and one baseline pair unless their levels differ."""
+    """Pair by concurrency; a result that records no concurrency level pairs with nothing (NOT RUN, named)."""
     one_per_level(candidates, "candidate")
     one_per_level(baselines, "baseline")
-    if len(candidates) == 1 and len(baselines) == 1:
-        cand, base = candidates[0], baselines[0]
-        if None in (cand.concurrency, base.concurrency) or cand.concurrency == base.concurrency:
-            return [(cand, base)], []
     base_at = {b.concurrency: b for b in baselines if b.concurrency is not None}
     cand_levels = {c.concurrency for c in candidates if c.concurrency is not None}
     pairs, unpaired = [], []
@@ -178,34 +175,56 @@ def pair_results(candidates: list[BenchmarkResult], baselines: list[BenchmarkRes
             unpaired.append(Unpaired(_label(base), f"no candidate at concurrency {base.concurrency} for {base.source}"))
     for result in candidates + baselines:
         if result.concurrency is None:
-            unpaired.append(Unpaired(_label(result), f"{result.source} has no concurrency level and cannot be "
-                                     "paired among several results (give one candidate and one baseline)"))
+            unpaired.append(Unpaired(_label(result), f"{result.source} records no concurrency level (vllm "
+                                     "max_concurrency, multi_round_qa users): it cannot be shown to be the same "
+                                     "workload as any other result, so it is compared with none"))
     return pairs, unpaired
 
 
-INPUT_TOKENS_TOLERANCE = 0.05
+WORKLOAD_TOLERANCE_PCT = 5      # input tokens and completed requests of a candidate and its baseline may differ by
 
 
-def workload_note(candidate: BenchmarkResult, baseline: BenchmarkResult) -> str:
-    """Warnings that the two runs may not be the same workload (printed beside each criterion)."""
-    notes = []
-    a, b = candidate.input_tokens, baseline.input_tokens
-    if a and b and abs(a - b) / max(a, b) > INPUT_TOKENS_TOLERANCE:
-        notes.append(f"input tokens differ: {a} vs {b}")
-    for result, side in ((candidate, "candidate"), (baseline, "baseline")):
-        if result.failed:
-            notes.append(f"{side}: {result.failed} requests failed")
-    return "; ".join(notes)
+def _within(what: str, a: int | None, b: int | None, candidate: BenchmarkResult, baseline: BenchmarkResult
+            ) -> tuple[str | None, str]:
+    """(why not the same workload, or None; the figure printed beside the criteria)."""
+    if a is None and b is None:
+        return None, f"{what} recorded in neither file"
+    if a is None or b is None:
+        return (f"{what} recorded in {candidate.source if b is None else baseline.source} only "
+                f"({a if b is None else b}): the same workload cannot be shown"), ""
+    differ = Fraction(abs(a - b) * 100, max(a, b)) if max(a, b) else Fraction(0)
+    shown = format_fixed(differ, deciding_places(differ, "<=", WORKLOAD_TOLERANCE_PCT, "%"), "%")
+    text = f"{what} {a:,} vs {b:,}: {shown} apart (tolerance {WORKLOAD_TOLERANCE_PCT} %)"
+    return (text if differ > WORKLOAD_TOLERANCE_PCT else None), text
+
+
+def same_workload(candidate: BenchmarkResult, baseline: BenchmarkResult) -> tuple[str | None, str]:
+    """(why the two are not the same workload - model, concurrency, input tokens, requests - or None; what was
+    checked, printed beside each criterion)."""
+    for what, a, b in (("model", candidate.model, baseline.model),
+                       ("concurrency", candidate.concurrency, baseline.concurrency)):
+        if a is None or b is None or a == "":
+            return (f"not comparable: {what} unknown in {candidate.source if a in (None, '') else baseline.source} "
+                    f"(candidate {a or '?'}, baseline {b or '?'})"), ""
+        if a != b:
+            return f"not comparable: {what} {a} in {candidate.source} vs {b} in {baseline.source}", ""
+    checked = [f"model {candidate.model} at concurrency {candidate.concurrency}"]
+    for what, a, b in (("input tokens", candidate.input_tokens, baseline.input_tokens),
+                       ("completed requests", candidate.completed, baseline.completed)):
+        problem, text = _within(what, a, b, candidate, baseline)
+        if problem:
+            return f"not the same workload: {problem}", ""
+        checked.append(text)
+    return None, "; ".join(checked)
 
 
 def compare(candidate: BenchmarkResult, baseline: BenchmarkResult) -> tuple[list[Comparison], list[Unpaired]]:
     label = _label(candidate)
     out: list[Comparison] = []
     missing: list[Unpaired] = []
-    if candidate.model and baseline.model and candidate.model != baseline.model:
-        return [], [Unpaired(label, f"not comparable: model {candidate.model} in {candidate.source} vs "
-                             f"{baseline.model} in {baseline.source}")]
-    note = workload_note(candidate, baseline)
+    problem, note = same_workload(candidate, baseline)
+    if problem:
+        return [], [Unpaired(label, problem)]
     keys = [k for k in TTFT_KEYS if k in candidate.ttft_s and k in baseline.ttft_s]
     if not keys and "mean" in candidate.ttft_s and "mean" in baseline.ttft_s:
         keys = ["mean"]
@@ -246,7 +265,7 @@ def comparisons_for(candidates: list[BenchmarkResult], baselines: list[Benchmark
 
 def _detail(c: Comparison) -> str:
     text = f"candidate {format_number(c.candidate, c.unit)} vs baseline {format_number(c.baseline, c.unit)}"
-    return f"{text}; WARNING {c.note}" if c.note else text
+    return f"{text}; {c.note}" if c.note else text
 
 
 def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config: GateConfig
@@ -257,6 +276,10 @@ def criteria_for(comparisons: list[Comparison], unpaired: list[Unpaired], config
     criteria = []
     for c in comparisons:
         evidence = f"{c.candidate_file} vs {c.baseline_file}"
+        if " differ: " in c.note:           # an older fxprobe compared and warned: the same workload is not shown
+            criteria.append(Criterion(f"{c.label} {c.metric} comparison", Outcome.NOT_RUN, detail=
+                                      f"not the same workload: {c.note}", evidence=evidence))
+            continue
         try:
             c.change
         except (ZeroDivisionError, ValueError) as exc:
@@ -283,7 +306,7 @@ def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criter
     runs = [run for run in evidence.matching(BENCHMARKS) if run.errored or "g3" in run.results]   # compared something
     if not runs:
         return [BENCHMARKS.absent(BENCHMARK_NAME)]
-    criteria = []
+    criteria, seen = [], set()
     for run in runs:
         if run.errored or not isinstance(run.get("g3.comparisons"), list):
             criteria.append(errored(BENCHMARK_NAME, run) if run.errored else
@@ -305,7 +328,18 @@ def g3_benchmark_criteria(evidence: Evidence, config: GateConfig) -> list[Criter
         comparisons = [replace(c, candidate_file=str(run.path / c.candidate_file),
                                baseline_file=str(run.path / c.baseline_file)) for c in comparisons]
         criteria += criteria_for(comparisons, unpaired, config)
-    return criteria
+        seen |= {item.label for item in [*comparisons, *unpaired]}
+    return criteria + missing_levels(seen, config) if seen else criteria
+
+
+def missing_levels(seen: set[str], config: GateConfig) -> list[Criterion]:
+    """Every required concurrency level (g3.concurrency_levels: the reference R2's 8, 16 and 32) that no comparison
+    covers is NOT RUN: leaving out the level that fails does not pass G3."""
+    levels = config.values.get("g3", {}).get("concurrency_levels") or []
+    where = f"g3.concurrency_levels = {list(levels)} ({config.source})"
+    return [Criterion(f"c{level} comparison", Outcome.NOT_RUN, detail=f"no candidate and baseline at concurrency "
+                      f"{level}, a required level ({where}); run `{BENCHMARKS.produce}` with one file per level "
+                      "on each side") for level in levels if f"c{level}" not in seen]
 
 
 BENCHMARK_NAME = "TTFT reduction and throughput gain"
