@@ -101,7 +101,8 @@ def test_g2_baseline_deviation_agrees_with_decimal(measured, reference, toleranc
     if at:                                    # a deviation exactly at the tolerance: measured = ref * (1 + tol)
         measured = reference * (1 + tolerance / 100)
     folder = fake_run(Path(tempfile.mkdtemp(dir=WORK)), "gate g2", {"baseline_comparison": {
-        "c8 TTFT p50": {"measured": float(measured), "reference": float(reference), "unit": "s"}}})
+        "c8 TTFT p50": {"measured": float(measured), "reference": float(reference), "unit": "s",
+                        "reference_file": "reference-r2.toml", "column": "array_ttft_s"}}})
     criterion = judged("g2", config("g2", "baseline_tolerance_pct", tolerance), folder, "baseline c8 TTFT p50 deviation")
     deviation = abs(Fraction(Decimal(repr(float(measured)))) / Fraction(reference) - 1) * 100
     expected = Outcome.PASS if deviation <= Fraction(tolerance) else Outcome.FAIL

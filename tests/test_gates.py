@@ -38,8 +38,9 @@ def full_evidence(base) -> list[Path]:
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.8412, "mean_bps": 84.12e9},
                                            "line_rate_bps": 100e9, "port_speed_bps": 100e9, "interface": "ens1f0",
                                            "line_rate_source": "/sys/class/net/ens1f0/speed"}),
-        fake_run(base, "run", {"baseline_comparison": {"ttft_p50_s": {"measured": 7.9, "reference": 7.53},
-                                                       "tok_s": {"measured": 55.0, "reference": 56.6}}}),
+        fake_run(base, "run", {"baseline_comparison": {
+            "ttft_p50_s": {"measured": 7.9, "reference": 7.53, "reference_file": "r2.toml", "column": "array_ttft_s"},
+            "tok_s": {"measured": 55.0, "reference": 56.6, "reference_file": "r2.toml", "column": "array_tok_s"}}}),
         fake_run(base, "run", produced_multi_node(8, 0.9306, 98e9)),
         fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1"],      # single node: not G3
                                             "fraction_of_ceiling": 0.5}}),
@@ -60,7 +61,7 @@ def test_defaults_match_the_shipped_gates_toml():
 
 @pytest.mark.parametrize("text, words", [
     ("[g9]\nx = 1\n", "field 'g9': unknown key; allowed here: g1, g2, g3, g4"),
-    ("[g3]\nttft_reduction = 25\n", "field 'g3.ttft_reduction': unknown key; allowed here: nic_ceiling_min_pct"),
+    ("[g3]\nttft_reduction = 25\n", "field 'g3.ttft_reduction': unknown key; allowed here: concurrency_levels, nic_ceiling_min_pct"),
     ("[g3]\nttft_reduction_min_pct = 'a'\n", "field 'g3.ttft_reduction_min_pct': expected a number (got 'a')"),
     ("[g3]\nthroughput_gain_min_pct = 50\n", "field 'g3.throughput_gain_max_pct': is below "
                                               "throughput_gain_min_pct (40 < 50)"),

@@ -75,8 +75,10 @@ g4 = _make_single("g4", "stability and sign-off")
               help="Single-node benchmark files or folders to compare with the reference (one per concurrency).")
 @click.option("--reference", type=_paths, default=None,
               help="Reference table TOML ([[rows]] per concurrency), e.g. examples/claims/reference-r2.toml.")
-@click.option("--ttft-column", default="array_ttft_s", show_default=True, help="Reference TTFT p50 column (s).")
-@click.option("--throughput-column", default="array_tok_s", show_default=True, help="Reference throughput column.")
+@click.option("--ttft-column", default="array_ttft_s", show_default=True,
+              help="Reference TTFT p50 column (s): one of the array's own (array_*); printed beside every criterion.")
+@click.option("--throughput-column", default="array_tok_s", show_default=True,
+              help="Reference throughput column: one of the array's own (array_*), in the unit measured.")
 @evidence_option
 @config_option
 @pass_app

@@ -101,6 +101,8 @@ Claimed = Annotated[Any, BeforeValidator(_claimed_value),
 class ReportTable(InputModel):
     name: NonEmptyStr | None = None
     key: NonEmptyStr = "key"
+    model: NonEmptyStr | None = None                # the model the figures were measured with (G2 compares only it)
+    units: dict[NonEmptyStr, NonEmptyStr] = {}      # column -> unit ("s", "output tok/s"): G2 compares only that unit
 
 
 class ClaimEntry(InputModel):
@@ -138,6 +140,14 @@ class TableFile(InputModel):
     rows: list[dict[str, Number]] = []
     figures: dict[str, Number] = {}
     claims: list[ClaimEntry] = []
+
+    @model_validator(mode="after")
+    def _units_name_columns(self) -> "TableFile":
+        columns = {column for row in self.rows for column in row}
+        stray = [column for column in self.report.units if column not in columns]
+        if stray:
+            raise ValueError(f"report.units.{stray[0]}: not a column of any row (columns: {', '.join(sorted(columns))})")
+        return self
 
 
 class ClaimsFileModel(TableFile):
