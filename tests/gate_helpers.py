@@ -40,6 +40,33 @@ def rewritten(run_path: Path, results: dict | str | None = None) -> Path:
     return Path(run_path)
 
 
+def signed_verification(base: Path, runs: list[Path]) -> tuple[Path, str]:
+    """The joint-test report over ``runs`` signed with a new key, and `report verify` of it against that key (its
+    run folder under ``base``): what G4's sign-off reads. Returns (the verify run, the signer's fingerprint)."""
+    from fxprobe.report.build import build_report
+    from fxprobe.report.signing import generate_keypair
+    keys = Path(base) / "keys"
+    fingerprint = generate_keypair(keys / "vendor.pem", keys / "vendor.pub")
+    build_report(runs, Path(base) / "joint-test-report", keys / "vendor.pem")
+    code = main(["--runs", str(Path(base) / "verified"), "-q", "report", "verify", str(Path(base) / "joint-test-report"),
+                 "--public-key", str(keys / "vendor.pub")])
+    assert code == 0, code
+    (run,) = sorted((Path(base) / "verified").iterdir())
+    return run, fingerprint
+
+
+def trusting(fingerprint: str, text: str = "", source: str = "gates.toml"):
+    """A gates config (the buyer's thresholds, or ``text`` before it) that trusts the signer ``fingerprint``."""
+    import re
+    from fxprobe.gates.config import parse_config
+    line = f'trusted_signers = ["{fingerprint}"]'
+    if "trusted_signers" in text:
+        text = re.sub(r"trusted_signers\s*=\s*\[[^\]]*\]", line, text, count=1)
+    else:
+        text = text.replace("[g4]", f"[g4]\n{line}", 1) if "[g4]" in text else f"{text}\n[g4]\n{line}\n"
+    return parse_config(text, source)
+
+
 def r2(side: str, levels=(8, 16, 32)) -> list[str]:
     return [str(BENCH / f"r2-{side}-c{c}.json") for c in levels]
 

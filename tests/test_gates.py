@@ -11,7 +11,8 @@ from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import DEFAULTS, parse_config
 from fxprobe.gates.engine import lookup
 from fxprobe.core.verdict import Outcome
-from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node, rewritten
+from gate_helpers import (fake_run, fxprobe, produced_fault, produced_multi_node, rewritten,
+                          signed_verification, trusting)
 
 ROOT = Path(__file__).parent.parent
 
@@ -33,7 +34,9 @@ def verified(bad: int = 0, gib: str = "0.500", outcome: str | None = None, detai
 
 
 def full_evidence(base) -> list[Path]:
-    return [
+    """Every run G1, G2 and G4 read, passing, the soak and fault runs in a signed, verified joint-test report
+    (its signer: SIGNER, which ``trusting`` configures)."""
+    paths = [
         selftest(base, 24),
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.8412, "mean_bps": 84.12e9},
                                            "line_rate_bps": 100e9, "port_speed_bps": 100e9, "interface": "ens1f0",
@@ -49,10 +52,12 @@ def full_evidence(base) -> list[Path]:
         fake_run(base, "fault run", produced_fault("drive-pull")),
         fake_run(base, "fault run", produced_fault("link-down")),
         fake_run(base, "fault run", {"dry_run": True, "plan": {"kind": "link-down"}}),  # ignored
-        fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a", "pinned": True,
-                                                          "signature": "valid", "key_source": "vendor.pub",
-                                                          "folder": "report"}}),
     ]
+    verify_run, SIGNER[0] = signed_verification(Path(base) / "signing", paths[-4:-1])
+    return paths + [verify_run]
+
+
+SIGNER = [""]       # the fingerprint of full_evidence's signer
 
 
 def test_defaults_match_the_shipped_gates_toml():
@@ -103,10 +108,14 @@ def test_gate_without_evidence_is_not_run_naming_the_missing_run(tmp_path, capsy
 def test_all_gates_pass_from_complete_evidence(tmp_path, capsys):
     paths = full_evidence(tmp_path / "ev")
     evidence = Evidence.from_paths(paths)
-    config = load_config(ROOT / "gates.toml")
+    config = trusting(SIGNER[0], (ROOT / "gates.toml").read_text())
     verdicts = {key: gate.evaluate(evidence, config) for key, gate in GATES.items()}
     for key in ("g1", "g2", "g4"):
         assert verdicts[key].outcome is Outcome.PASS, verdicts[key].lines()
+    signed = {c.name: c for c in verdicts["g4"].criteria}["signed joint-test report verified"]
+    assert "a trusted signer (gates.toml [g4] trusted_signers); carries the soak " in signed.detail
+    untrusted = {c.name: c for c in GATES["g4"].evaluate(evidence, load_config(ROOT / "gates.toml")).criteria}
+    assert untrusted["signed joint-test report verified"].outcome is Outcome.NOT_RUN   # no signer named: not run
     g2 = {c.name: c for c in verdicts["g2"].criteria}
     assert g2["line efficiency vs the gate's line rate"].measured == pytest.approx(84.12)
     assert g2["baseline ttft_p50_s deviation"].measured == pytest.approx(4.913, abs=1e-3)
@@ -118,7 +127,10 @@ def test_all_gates_pass_from_complete_evidence(tmp_path, capsys):
     assert g3["nodes sharing one array"].measured == 8
     assert verdicts["g3"].outcome is Outcome.NOT_RUN
     assert "no G3 benchmark comparison" in g3["TTFT reduction and throughput gain"].detail
-    args = ["gate", "all"] + [a for p in paths for a in ("--evidence", str(p))]
+    (tmp_path / "buyer").mkdir()
+    (tmp_path / "buyer" / "gates.toml").write_text(f'[g4]\ntrusted_signers = ["{SIGNER[0]}"]\n')
+    args = ["gate", "all", "--config", str(tmp_path / "buyer" / "gates.toml")]
+    args += [a for p in paths for a in ("--evidence", str(p))]
     assert fxprobe(tmp_path, *args) == 3
     out = capsys.readouterr().out
     assert "G1 delivery acceptance                   PASS" in out

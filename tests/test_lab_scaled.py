@@ -17,7 +17,7 @@ from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, evaluate_all, load_config
 from fxprobe.gates.config import BUYER, JUDGED_TOGETHER, LAB_FILE, THRESHOLD_KEYS, parse_config
 from fxprobe.lab.rehearse import Rehearse, Step
-from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node, runs_of
+from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node, runs_of, signed_verification
 
 ROOT = Path(__file__).parent.parent
 CAPTURED = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
@@ -60,6 +60,10 @@ def test_rehearse_judges_twice_through_the_library_and_junit_counts_equal_both_t
     assert "(gates-lab)" in table[2].split("|")[1]
     gate_runs = [steps[name].run_dir for name in ("gate all (buyer's thresholds)", "gate all (lab-scaled)")]
     tables = [RunDir.open(p).results()["gates"] for p in gate_runs]
+    signed = [c for gates in tables for g in gates if g["name"].startswith("G4") for c in g["criteria"]
+              if c["name"] == "signed joint-test report verified"]       # the buyer names no signer; the lab its own
+    assert [c["outcome"] for c in signed] == ["not run", "pass"], signed
+    assert "no trusted signer configured" in signed[0]["detail"] and "carries the soak 04-soak" in signed[1]["detail"]
     junit = ElementTree.parse(rehearse.result.report / "junit.xml").getroot()
     suites = {s.get("name"): s for s in junit.findall("testsuite")}
     for gates in tables:
@@ -139,9 +143,10 @@ VERIFIED = {"name": "data verified (mismatches)", "outcome": "pass", "measured":
             "detail": "0 mismatches over 0.100 GiB (fio verify=crc32c)"}
 
 
-def lab_scaled_evidence(base: Path) -> list[Path]:
-    """Evidence that meets the lab-scaled thresholds and not the buyer's (no inference benchmarks at all)."""
-    return [
+def lab_scaled_evidence(base: Path) -> tuple[list[Path], Path]:
+    """Evidence that meets the lab-scaled thresholds and not the buyer's (no inference benchmarks at all), the soak
+    and fault runs in a signed joint-test report verified; and gates-lab.toml trusting its signer (a copy)."""
+    paths = [
         fake_run(base, "selftest", {"drives_recognized": 24}),
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.96, "mean_bps": 0.0192e9},
                                            "port_speed_bps": 0.02e9, "interface": "l1"}),
@@ -151,17 +156,20 @@ def lab_scaled_evidence(base: Path) -> list[Path]:
         fake_run(base, "fault run", produced_fault("drive-pull", stall_s=0.0, throughput_pct=61.0)),
         fake_run(base, "fault run", produced_fault("link-down", stall_s=4.2, throughput_pct=78.0, verdict="visible",
                                                    scenario="link-down-tuned"), "fail"),
-        fake_run(base, "report verify", {"verification": {"ok": True, "signer": "c40d38d0a5aa172a", "pinned": True,
-                                                          "signature": "valid", "key_source": "x.pub",
-                                                          "folder": "report"}}),
     ]
+    verify_run, signer = signed_verification(Path(base) / "signing", paths[-3:])
+    lab_file = Path(base) / "trusting" / "gates-lab.toml"
+    lab_file.parent.mkdir(parents=True)
+    lab_file.write_text(LAB_FILE.read_text().replace("trusted_signers = []", f'trusted_signers = ["{signer}"]', 1))
+    assert load_config(lab_file).trusted_signers() == (signer,)
+    return paths + [verify_run], lab_file
 
 
 def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_while_the_buyer_s_fail(tmp_path, capsys):
-    paths = lab_scaled_evidence(tmp_path / "ev")
+    paths, lab_file = lab_scaled_evidence(tmp_path / "ev")
     evidence = Evidence.from_paths(paths)
     buyer = {v.name: v for v in evaluate_all(evidence, load_config(ROOT / "gates.toml"))}
-    lab = {v.name: v for v in evaluate_all(evidence, load_config(LAB_FILE))}
+    lab = {v.name: v for v in evaluate_all(evidence, load_config(lab_file))}
     assert {name: v.outcome for name, v in lab.items()} == {
         f"{g} (gates-lab)": Outcome.PASS for g in ("G1 delivery acceptance", "G2 single-node baseline",
                                                    "G3 main joint test", "G4 stability and sign-off")}
@@ -173,11 +181,11 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     g2 = lab["G2 single-node baseline (gates-lab)"]
     assert [n.line() for n in g2.not_judged] == [
         "NOT JUDGED baseline within reference (g2.baseline_tolerance_pct): not judged at lab scale: "
-        + load_config(LAB_FILE).scale["not_judged"]["g2.baseline_tolerance_pct"]]
+        + load_config(lab_file).scale["not_judged"]["g2.baseline_tolerance_pct"]]
     assert "baseline within reference" in {c.name for c in buyer["G2 single-node baseline"].criteria}   # NOT RUN there
     # terminal (gate all), report and JUnit say the same
     args = [a for p in paths for a in ("--evidence", str(p))]
-    assert fxprobe(tmp_path, "gate", "all", *args, "--config", str(LAB_FILE)) == 0
+    assert fxprobe(tmp_path, "gate", "all", *args, "--config", str(lab_file)) == 0
     out = capsys.readouterr().out
     assert "G2 single-node baseline (gates-lab)      PASS     2 pass, 1 not judged at lab scale" in out
     assert "NOT JUDGED TTFT reduction and throughput gain (g3.ttft_reduction_min_pct, g3.throughput_gain_min_pct, " \

@@ -72,10 +72,9 @@ def test_a_failing_gate_run_re_marked_all_pass_and_re_hashed_is_not_accepted(tmp
 
 def lab_gate(tmp_path: Path) -> tuple[list[Path], Path]:
     from test_lab_scaled import lab_scaled_evidence
-    from fxprobe.gates.config import LAB_FILE
-    paths = lab_scaled_evidence(tmp_path / "ev")
+    paths, lab_file = lab_scaled_evidence(tmp_path / "ev")
     assert fxprobe(tmp_path, "gate", "all", *[a for p in paths for a in ("--evidence", str(p))],
-                   "--config", str(LAB_FILE)) == 0
+                   "--config", str(lab_file)) == 0
     gate = runs_of(tmp_path, "gate all")[-1]
     recorded = results_of(gate)["evidence_runs"]
     assert [e["name"] for e in recorded] == [p.name for p in paths]

@@ -48,8 +48,8 @@ def verify_run(tmp_path, bundle: Path, *key: str) -> tuple[int, Path]:
     return code, runs_of(tmp_path, "report verify")[-1]
 
 
-def g4_signed(tmp_path, evidence: Path, config: str | None = None) -> dict:
-    args = ["gate", "g4", "--evidence", str(evidence)]
+def g4_signed(tmp_path, evidence: Path, config: str | None = None, *more: Path) -> dict:
+    args = ["gate", "g4", "--evidence", str(evidence), *[str(p) for p in more]]
     if config is not None:
         (tmp_path / "gates.toml").write_text(config)
         args += ["--config", str(tmp_path / "gates.toml")]
@@ -72,18 +72,21 @@ def test_a_resigned_bundle_is_never_a_pass_without_a_pinned_key(signed, tmp_path
     out = capsys.readouterr().out
     assert code == 3 and "INTACT, SIGNER NOT CHECKED" in out and "VERIFIED (" not in out
     criterion = g4_signed(tmp_path, run)
-    assert criterion["outcome"] == "not run" and "who signed is not checked" in criterion["detail"]
+    assert criterion["outcome"] == "not run" and "no trusted signer configured" in criterion["detail"]
     # the buyer pins the vendor's key in gates.toml: the attacker's signature fails
     pinned = g4_signed(tmp_path, run, f'[g4]\ntrusted_signers = ["{signed[2]}"]\n')
     assert pinned["outcome"] == "fail" and "not one of the trusted signers" in pinned["detail"]
 
 
-def test_the_genuine_bundle_passes_with_a_pinned_key_either_way(signed, tmp_path):
+def test_the_genuine_bundle_passes_with_its_signer_trusted_either_way(signed, tmp_path):
+    soak = signed[0].parent / "runs"
+    (soak,) = soak.iterdir()
     code, run = verify_run(tmp_path, signed[0], "--public-key", str(signed[1] / "vendor.pub"))
-    assert code == 0 and g4_signed(tmp_path, run)["outcome"] == "pass"
+    assert code == 0 and g4_signed(tmp_path, run, None, soak)["outcome"] == "not run"    # pinned by the verifier
+    assert g4_signed(tmp_path, run, f'[g4]\ntrusted_signers = ["{signed[2]}"]\n', soak)["outcome"] == "pass"
     code, run = verify_run(tmp_path, signed[0])
     assert code == 3
-    assert g4_signed(tmp_path, run, f'[g4]\ntrusted_signers = ["{signed[2]}"]\n')["outcome"] == "pass"
+    assert g4_signed(tmp_path, run, f'[g4]\ntrusted_signers = ["{signed[2]}"]\n', soak)["outcome"] == "pass"
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:

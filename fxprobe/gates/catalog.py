@@ -32,9 +32,11 @@ G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >
     the soak and the drive-pull / link-cut fault runs, each run's own "data verified (mismatches)" criterion
       (fio verify: bad reads of what was written) re-judged, all together <= g4.data_mismatches_max (0); a run that
       did not verify (opted out, with its printed reason) is not run, one that recorded no such criterion an error
-    runs with ``command`` "report verify": ``verification.ok`` and ``signature`` "valid" (every hash and
-      the Ed25519 signature of the joint-test report checked), AND the key pinned: the signer among
-      g4.trusted_signers, or ``verification.pinned`` (``--public-key``); against the bundled key only: not run
+    runs with ``command`` "report verify": ``verification.ok`` and ``signature`` "valid" (every hash, each
+      bundled run's own manifest and the Ed25519 signature of the joint-test report checked), AND the signer
+      among g4.trusted_signers (none configured: not run, naming the key to set; a key pinned with
+      ``--public-key`` at verify time is the verifier's choice, not the buyer's), AND the bundle carries the soak
+      and fault runs among the evidence (``verification.runs``: their manifests' SHA-256), else fail
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Req
 from fxprobe.gates.g3 import G3
 from fxprobe.gates.g4 import fault_units
 from fxprobe.core.kernel import NET_CLASS
+from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, combine, deciding_places, exact, format_fixed, format_number
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
@@ -220,23 +223,44 @@ def data_verified_criteria(evidence: Evidence, config: GateConfig) -> list[Crite
 
 
 SIGNED_NAME = "signed joint-test report verified"
+SIGNED_RUNS = (("soak", SOAK), ("drive pull", DRIVE_FAULT), ("link cut", LINK_FAULT))   # what the report must carry
+TRUSTED_KEY = "gates.toml [g4] trusted_signers"
 
 
 def _signed(run, trusted: tuple[str, ...]) -> tuple[Outcome, str]:
-    """A verification counts only against a pinned key: --public-key at verify time, or the signer among
-    gates.toml [g4] trusted_signers; checked only against the bundle's own key it is NOT RUN, never PASS."""
+    """The verification itself: intact, signature valid, and the signer one the buyer named in the gates config
+    (who verified, and against which key, does not make a signer trusted): none named is NOT RUN."""
     signer, source = str(run.get("verification.signer", "") or ""), run.get("verification.key_source", "?")
     where = f"report {run.get('verification.folder', '?')}, signer {signer or '-'} (key: {source})"
     problems = run.get("verification.problems", []) or []
     if not run.get("verification.ok", False) or run.get("verification.signature") != "valid":
         return Outcome.FAIL, f"NOT VERIFIED: {'; '.join(map(str, problems)) or 'signature not valid'}; {where}"
-    if trusted and signer not in trusted:
+    if not trusted:
+        return Outcome.NOT_RUN, (f"no trusted signer configured: set {TRUSTED_KEY} = [\"{signer}\"] (the fingerprint "
+                                 "of the key whose signature the buyer accepts; `report keygen` prints it) - a key "
+                                 f"pinned at verify time is the verifier's choice, not the buyer's; {where}")
+    if signer not in trusted:
         return Outcome.FAIL, f"signed by {signer}, not one of the trusted signers {', '.join(trusted)}; {where}"
-    if trusted or run.get("verification.pinned", False) is True:
-        return Outcome.PASS, f"{where}, pinned by " + ("gates.toml [g4] trusted_signers" if trusted else source)
-    return Outcome.NOT_RUN, (f"verified only against the bundle's own signer.pub: who signed is not checked; pin "
-                             f"it with gates.toml [g4] trusted_signers = [\"{signer}\"] or `report verify "
-                             f"--public-key SIGNER.pub`; {where}")
+    return Outcome.PASS, f"{where}, a trusted signer ({TRUSTED_KEY})"
+
+
+def _carried(run, evidence: Evidence) -> tuple[Outcome, str]:
+    """The verified bundle carries the soak and fault runs this gate judged (the same folders: their manifests'
+    SHA-256 among the bundle's runs), so the signature is over the evidence of this verdict."""
+    judged = [(label, other) for label, requirement in SIGNED_RUNS for other in evidence.matching(requirement)]
+    if not judged:
+        return Outcome.NOT_RUN, "no soak or fault run among the evidence: nothing for the signed report to carry"
+    bundled = run.get("verification.runs", None)
+    if not isinstance(bundled, list):
+        return Outcome.NOT_RUN, ("the verification lists no bundled runs (an fxprobe before it did): run `report "
+                                 "verify` again to tie the signature to the soak and fault runs")
+    shas = {entry.get("manifest_sha256") for entry in bundled if isinstance(entry, dict)}
+    absent = [f"{label} {other.path.name}" for label, other in judged
+              if RunDir(other.path).manifest_sha256() not in shas]
+    if absent:
+        return Outcome.FAIL, (f"the signed report does not carry {', '.join(absent)} (not among its "
+                              f"{len(bundled)} bundled runs, or another version of it): it does not sign this evidence")
+    return Outcome.PASS, f"carries the {', '.join(f'{label} {other.path.name}' for label, other in judged)}"
 
 
 def signed_report_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
@@ -250,6 +274,9 @@ def signed_report_criteria(evidence: Evidence, config: GateConfig) -> list[Crite
             criteria.append(errored(name, run, "pass", "=="))
             continue
         outcome, detail = _signed(run, config.trusted_signers())
+        if outcome is Outcome.PASS:
+            outcome, carried = _carried(run, evidence)
+            detail = f"{detail}; {carried}"
         criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence))
     return criteria
 

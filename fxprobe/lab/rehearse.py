@@ -303,6 +303,19 @@ class Rehearse:
             generate_keypair(key, key.with_suffix(".pub"))
         return key
 
+    def lab_thresholds(self, shipped: Path, key: Path) -> Path:
+        """gates-lab.toml as shipped, trusting the rehearsal's own signing key ([g4] trusted_signers: G4's sign-off
+        trusts only a signer the gates file names), written beside the rehearsal's steps."""
+        from fxprobe.report.signing import fingerprint, load_private_key
+        signer = fingerprint(load_private_key(key).public_key())
+        text, found = re.subn(r"(?m)^trusted_signers = \[\]", f'trusted_signers = ["{signer}"]', shipped.read_text())
+        if found != 1:
+            raise BadInput(f"{shipped}: no 'trusted_signers = []' line to name the rehearsal's signer in")
+        target = self.base / "thresholds" / shipped.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        return target
+
     def gates_and_report(self) -> None:
         """Sign the joint-test evidence, verify it against the pinned key (G4's sign-off), judge all gates twice -
         with the buyer's thresholds and with the lab-scaled gates-lab.toml - then the final signed report."""
@@ -317,13 +330,14 @@ class Rehearse:
             if verified.produced:
                 evidence.append(verified.run_dir)
         judged = []
-        for name, config in (("gate all (buyer's thresholds)", self.config), ("gate all (lab-scaled)", LAB_FILE)):
+        lab_file = self.lab_thresholds(LAB_FILE, key)
+        for name, config in (("gate all (buyer's thresholds)", self.config), ("gate all (lab-scaled)", lab_file)):
             step = self.judge_step(name, evidence, config)
             if step.produced:
                 judged.append(step.run_dir)
                 results = self.results_of(step)
                 table = gate_lines(results)
-                if config is LAB_FILE:
+                if config is lab_file:
                     self.result.lab_gate_table = table
                     self.result.lab_scale = [str(n) for n in (results.get("thresholds") or {}).get("notes") or []]
                 else:

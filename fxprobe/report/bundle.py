@@ -12,9 +12,10 @@ Layout of a report folder::
 
 ``verify_bundle`` checks the signature first: only a manifest whose signature verifies is a list worth
 comparing the files with, so an edited manifest is blamed on the manifest. Then it re-hashes every file and
-names each changed, missing or unlisted one. Who signed counts only when the key is pinned (``--public-key``,
-or the bundled key's fingerprint among gates.toml ``[g4] trusted_signers``): against the bundle's own
-``signer.pub`` alone, the files are shown unchanged since *someone* signed them, and the outcome is NOT RUN.
+names each changed, missing or unlisted one, and checks each bundled run folder against its own manifest. Who
+signed counts only when the key is pinned (``--public-key``): against the bundle's own ``signer.pub`` alone, the
+files are shown unchanged since *someone* signed them, and the outcome is NOT RUN. (G4's sign-off goes further:
+the signer must be among gates.toml ``[g4] trusted_signers``, whoever verified, see fxprobe.gates.catalog.)
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class Verification:
     key_source: str = ""
     pinned: bool = False            # that key was given by the verifier (--public-key, trusted_signers)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    runs: tuple[tuple[str, str | None], ...] = ()    # evidence/<run> bundled: (name, SHA-256 of its manifest.json)
 
     @property
     def ok(self) -> bool:
@@ -143,7 +145,7 @@ class Verification:
         return {"folder": self.folder, "ok": self.ok, "verified": self.outcome is Outcome.PASS,
                 "files_checked": self.files_checked, "problems": list(self.problems), "signature": self.signature,
                 "signer": self.signer, "key_source": self.key_source, "pinned": self.pinned,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "runs": [{"name": name, "manifest_sha256": sha} for name, sha in self.runs]}
 
 
 def _read_manifest(folder: Path) -> tuple[bytes | None, dict | None, str]:
@@ -197,7 +199,16 @@ def verify_bundle(folder: Path, public_key_path: Path | None = None,
         return Verification(str(folder), len(listed), _bad_signature(folder, listed, data, text, public_key_path),
                             "BAD", "", source)
     problems = _files(folder, listed) + _sums_signature(folder, key) + evidence_problems(folder)
-    return Verification(str(folder), len(listed), tuple(problems), "valid", signing.fingerprint(key), source, pinned)
+    return Verification(str(folder), len(listed), tuple(problems), "valid", signing.fingerprint(key), source, pinned,
+                        runs=bundled_runs(folder))
+
+
+def bundled_runs(folder: Path) -> tuple[tuple[str, str | None], ...]:
+    """Each evidence/<run> of a bundle and the SHA-256 of its manifest.json: which runs the signature covers (G4
+    finds the soak and fault runs it judged among them)."""
+    evidence = Path(folder) / "evidence"
+    return tuple((run.name, RunDir(run).manifest_sha256()) for run in sorted(evidence.iterdir()) if run.is_dir()) \
+        if evidence.is_dir() else ()
 
 
 def evidence_problems(folder: Path) -> list[str]:
