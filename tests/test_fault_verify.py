@@ -126,3 +126,64 @@ def test_lab_corrupt_writes_zeros_on_the_member_that_holds_the_export_offset():
     crossing = methods.choose(env, {"kind": "corrupt", "via": "dd", "array_offset": "768k", "length": "512k"})
     with pytest.raises(BadInput, match="multiple of the length|crosses a chunk"):
         crossing.restore_record()
+
+
+# -- the read-back itself must read the region: unreadable blocks fail, a failed or missing pass is an ERROR ----
+EIO = "fio: io_u error on file /dev/nvme0n1: Input/output error: read offset=0, buflen=4096\n"
+
+
+def readback_json(io_bytes: int, total_err: int = 0) -> dict:
+    return {"jobs": [{"jobname": "fault-readback", "error": 5 if total_err else 0, "total_err": total_err,
+                      "read": {"io_bytes": io_bytes, "total_ios": io_bytes // 4096}}]}
+
+
+def write_result(*backs: "verify.Pass", problems: tuple = ()) -> "verify.VerifyResult":
+    plan = verify.plan_for(scenario('rw = "randwrite"\nregion = "32M"\n').load)
+    load = verify.make_pass(verify.LOAD, {"jobs": [{"read": {"io_bytes": 32 << 20}}]}, "")
+    return verify.VerifyResult(plan, (load, *backs), problems)
+
+
+def test_an_honest_read_back_of_the_whole_region_passes_printing_read_against_region():
+    item = verify.criterion(write_result(verify.make_pass("read-back after restore", readback_json(32 << 20), "")))
+    assert item.outcome.value == "pass" and item.measured == 0
+    assert item.detail.startswith("0 mismatches over 0.062 GiB")
+    assert "unreadable blocks (read errors) 0; read-back after restore read 32 of 32 MiB (0 unreadable)" in item.detail
+
+
+def test_a_read_back_that_could_not_read_the_region_fails_counting_and_naming_the_unreadable_blocks():
+    # the reviewer's proof: total_err 8192, EIO, io_bytes 0 gave "pass | 0 | 0 mismatches over 0.031 GiB"
+    item = verify.criterion(write_result(verify.make_pass("read-back after restore", readback_json(0, 8192), EIO)))
+    assert item.outcome.value == "fail" and item.measured == 8192
+    assert "unreadable blocks (read errors) 8192 (first: fio: io_u error on file /dev/nvme0n1: Input/output " \
+           "error: read offset=0, buflen=4096)" in item.detail
+    assert "read-back after restore read 0 of 32 MiB (8192 unreadable)" in item.detail
+
+
+def test_a_read_back_without_a_result_or_short_of_the_region_or_missing_is_an_error_never_a_note():
+    none = verify.make_pass("read-back after md resync", None, "fio: failed opening file /dev/nvme0n1: No such device\n")
+    item = verify.criterion(write_result(verify.make_pass("read-back after restore", readback_json(32 << 20), ""),
+                                         none))
+    assert item.outcome.value == "error"
+    assert "ERROR: read-back after md resync: no result: fio: failed opening file /dev/nvme0n1: No such device" \
+        in item.detail
+    short = verify.criterion(write_result(verify.make_pass("read-back after restore", readback_json(16 << 20), "")))
+    assert short.outcome.value == "error" and f"read {16 << 20} of the {32 << 20} B region, no error counted" \
+        in short.detail
+    failed = verify.make_pass("read-back after restore", readback_json(32 << 20), "", failure="fio exited 1: oops")
+    assert verify.criterion(write_result(failed)).outcome.value == "error"
+    assert verify.criterion(write_result()).outcome.value == "error"                  # no read-back at all
+    assert "no read-back after the restore" in verify.criterion(write_result()).detail
+    resync = verify.criterion(write_result(verify.make_pass("read-back after restore", readback_json(32 << 20), ""),
+                                           problems=("md still resyncing after 600 s: no read-back after the resync",)))
+    assert resync.outcome.value == "error"
+
+
+def test_a_corrupted_block_in_the_read_back_still_fails_and_the_verdict_word_of_an_error_is_error():
+    from fxprobe.faults.analysis import verdict_word
+    from fxprobe.faults.command import OUTCOME_OF_VERDICT
+    bad = verify.make_pass("read-back after restore", readback_json(32 << 20, 3), STDERR)
+    item = verify.criterion(write_result(bad))
+    assert item.outcome.value == "fail" and item.measured == 3 and "(0 unreadable)" in item.detail
+    assert verdict_word([item]) == "visible"
+    error = verify.criterion(write_result())
+    assert verdict_word([item, error]) == "error" and OUTCOME_OF_VERDICT["error"].value == "error"

@@ -326,4 +326,8 @@ def test_g4_data_row_re_judges_the_soak_and_fault_runs_own_verification(tmp_path
     assert not_run.outcome is Outcome.NOT_RUN and "soak: not verified: the array scrubs itself" in not_run.detail
     old = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}, "criteria": []})
     assert row([soak, old]).outcome is Outcome.ERROR and "records no 'data verified" in row([soak, old]).detail
+    # a run whose own read-back failed (its criterion an ERROR, measured 0): an ERROR here too, never a pass
+    unread = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}, "criteria": [verified(
+        outcome="error", detail="0 mismatches over 0.031 GiB; ERROR: read-back after md resync: no result")]})
+    assert row([soak, unread]).outcome is Outcome.ERROR and "no result" in row([soak, unread]).detail
     assert row([]).outcome is Outcome.NOT_RUN and "no soak run among the evidence" in row([]).detail

@@ -108,14 +108,14 @@ def test_the_stderr_tail_counts_every_failure_and_keeps_the_first_blocks(tmp_pat
     assert record["shown"][0]["offset"] == 409600 and as_record(record).type == "verify"
 
 
-def records_with(verify_records: list[dict], samples: list[dict] | None = None) -> list[dict]:
+def records_with(verify_records: list[dict], samples: list[dict] | None = None, end: bool = True) -> list[dict]:
     plan = soak_verify.plan_for(d_of("small-file-dataset"), DIR).to_dict()
     out = [{"type": "start", "ts": 0.0, "profile": "p", "target": "/mnt/kv", "planned_s": 2, "stall_s": 5,
             "sample_s": 1, "verify": plan},
            {"type": "segment", "seg": 1, "ts": 0.0}, {"type": "segment", "seg": 2, "ts": 10.0}]
     out += samples or [{"type": "sample", "seg": 1, "ts": 1.0, "io_bytes": 10, "ios": 1, "errors": 0,
                         "verified": 8 << 30, "mismatches": 0}]
-    return out + verify_records + [{"type": "end", "ts": 20.0}]
+    return out + verify_records + ([{"type": "end", "ts": 20.0}] if end else [])
 
 
 def mismatch(offset: int) -> dict:
@@ -140,11 +140,11 @@ def test_a_mismatch_fails_the_soak_naming_the_offset_found_and_expected():
 
 
 def test_a_segment_without_its_verify_record_counts_its_last_sample_and_zero_verified_is_not_a_pass():
-    summary = soak.summarize(records_with([]))            # fxprobe killed, never resumed: no verify record
+    summary = soak.summarize(records_with([], end=False))  # fxprobe killed, never resumed: no verify record
     assert (summary.verified_bytes, summary.mismatches) == (8 << 30, 0)
     check = summary.verify_criterion()
     assert check.outcome is Outcome.PASS and check.detail.startswith("0 mismatches over 8.000 GiB (fio verify=crc32c")
-    nothing = soak.summarize(records_with([], samples=[{"type": "sample", "seg": 1, "ts": 1.0, "io_bytes": 10,
+    nothing = soak.summarize(records_with([], end=False, samples=[{"type": "sample", "seg": 1, "ts": 1.0, "io_bytes": 10,
                                                         "ios": 1, "errors": 0, "verified": 0, "mismatches": 0}]))
     assert nothing.verify_criterion().outcome is Outcome.NOT_RUN
     assert "nothing was read back and checked" in nothing.verify_criterion().detail
@@ -167,3 +167,44 @@ def test_verify_failures_are_mismatches_not_io_errors():
     later = monitor.observe(soak.StatusPoint(102.0, 4096 * 20, 20, errors=5, job_error=5, read_bytes=4096 * 20),
                             102.0, mismatches=3)
     assert [r["kind"] for r in later if r["type"] == "interruption"] == ["io-error"]    # two real I/O errors
+
+
+# -- the read-back pass after the soak: unreadable blocks fail it; no result, fio failing or no record: ERROR ---
+def readback(**figures) -> dict:
+    return {"type": "verify", "ts": 21.0, "source": "read-back after the load", "verified_bytes": 1 << 30,
+            "mismatches": 0, "expected_bytes": 1 << 30, **figures}
+
+
+def test_the_read_back_passes_only_over_the_whole_working_set_with_no_unreadable_block():
+    plan = soak_verify.plan_for(d_of("qwen25-32b-cold-restore"), DEV).to_dict()
+    def check(*verify_records, end=True):
+        records = records_with(list(verify_records), end=end)
+        records[0]["verify"] = plan
+        return soak.summarize(records).verify_criterion()
+    honest = check(readback())
+    assert honest.outcome is Outcome.PASS and "unreadable blocks (read errors) 0; the read-back read 1024 of 1024 " \
+                                              "MiB" in honest.detail
+    eio = check(readback(verified_bytes=0, unreadable=8192))
+    assert eio.outcome is Outcome.FAIL and eio.measured == 8192 and "unreadable blocks (read errors) 8192" in eio.detail
+    exited = check(readback(problem="the read-back pass failed: fio exited 1"))
+    assert exited.outcome is Outcome.ERROR and "ERROR: the read-back pass failed: fio exited 1" in exited.detail
+    missing = check()
+    assert missing.outcome is Outcome.ERROR and "the read-back pass after the load left no record" in missing.detail
+    assert check(end=False).outcome is Outcome.PASS       # killed before its read-back: the soak is not finished
+
+
+def test_the_read_back_figures_come_from_fio_s_json_its_errors_and_the_job_file():
+    job = soak_verify.readback_job(d_of("qwen25-32b-cold-restore"), DEV, soak_verify.plan_for(d_of("qwen25-32b-cold-restore"),
+                                                                                         DEV))
+    expected = soak_verify.job_bytes(job)
+    assert expected == int(options(job)["size"]) * int(options(job)["numjobs"]) > 0
+    doc = '{"jobs": [{"jobname": "r", "error": 5, "total_err": 10, "read": {"io_bytes": 0}}]}'
+    assert soak_verify.readback_outcome(doc, "", None, 2, expected) == {
+        "verified_bytes": 0, "expected_bytes": expected, "unreadable": 8}
+    none = soak_verify.readback_outcome("", "fio: failed opening file: No such device\n", "fio exited 1", 0, expected)
+    assert none["problem"] == "the read-back pass gave no result: fio exited 1"
+    whole = f'{{"jobs": [{{"jobname": "r", "error": 0, "total_err": 0, "read": {{"io_bytes": {expected}}}}}]}}'
+    assert "problem" not in soak_verify.readback_outcome(whole, "", None, 0, expected)
+    assert soak_verify.readback_outcome(whole, "", "fio exited 1", 0, expected)["problem"].endswith("fio exited 1")
+    half = whole.replace(str(expected), str(expected // 2))
+    assert "no error counted" in soak_verify.readback_outcome(half, "", None, 0, expected)["problem"]

@@ -287,8 +287,11 @@ def _p99_detail(impact: Impact) -> str:
 
 
 def verdict_word(items: list[Criterion]) -> str:
-    """``invisible`` when every criterion passed; ``visible`` when one failed; else ``unknown``."""
+    """``error`` when a criterion could not be judged (a read-back that failed, a fault not seen); ``invisible`` when
+    every criterion passed; ``visible`` when one failed; else ``unknown``."""
     outcomes = [c.outcome for c in items]
+    if Outcome.ERROR in outcomes:
+        return "error"
     if Outcome.FAIL in outcomes:
         return "visible"
     if outcomes and all(o == Outcome.PASS for o in outcomes):

@@ -1,7 +1,7 @@
 """``fault run`` as the library runs it, for the CLI and the rehearsal alike: stop an earlier run's orphaned
 load, execute the plan, and turn the engine's results into the outcome, its reason and the lines a person reads.
 
-The fault verdict's words (invisible / visible / unknown) are a view of the outcome, never a second type:
+The fault verdict's words (invisible / visible / unknown / error) are a view of the outcome, never a second type:
 ``OUTCOME_OF_VERDICT`` is the one place that maps them.
 """
 
@@ -17,7 +17,8 @@ from fxprobe.faults import engine
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.orphans import stop_orphans
 
-OUTCOME_OF_VERDICT = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN}
+OUTCOME_OF_VERDICT = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN,
+                      "error": Outcome.ERROR}
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_
     if failed:       # the verdict stands, but the system was left broken: that is the outcome
         human.append("still broken (kept in the journal: fxprobe fault restore)")
         return FaultRunResult(Outcome.ERROR, results, human, f"{len(failed)} restore(s) failed: {failed[0]}")
-    return FaultRunResult(OUTCOME_OF_VERDICT[results["verdict"]], results, human)
+    errors = [f"{c['name']}: {c['detail']}" for c in results["criteria"] if c["outcome"] == Outcome.ERROR.value]
+    return FaultRunResult(OUTCOME_OF_VERDICT[results["verdict"]], results, human, "; ".join(errors)[:2000])
 
 
 def rebuild_lines(rebuild: dict | None, limits: dict) -> list[str]:

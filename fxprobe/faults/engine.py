@@ -439,16 +439,15 @@ class FaultRun:
 
     def read_back(self) -> "verify_mod.VerifyResult":
         """The load's own verify pass; when it wrote, the whole region read back after the restore (and, after a
-        lab drive pull, once more when md has resynced)."""
-        vplan, site, runner = self.vplan, self.site, self.runner
-        passes = [verify_mod.make_pass("load", fio_status.last_json(self.fio_out), self.fio_err)] if vplan.enabled else []
+        lab drive pull, once more when md has resynced). A read-back that fails or does not run is a problem."""
+        vplan = self.vplan
+        passes = [verify_mod.make_pass(verify_mod.LOAD, fio_status.last_json(self.fio_out), self.fio_err)] if vplan.enabled else []
         problems: list[str] = []
         if vplan.enabled and self.overrun is not None:
-            problems.append("the load hung: no read-back (it would wait on the same I/O)")
-        elif vplan.enabled and vplan.writes:
-            back = runner.run(verify_mod.readback_argv(vplan, site.device), timeout=1800, host=site.host,
-                              label="fio-readback")
-            passes.append(verify_mod.make_pass("read-back after restore", fio_status.last_json(back.stdout), back.stderr))
+            return verify_mod.VerifyResult(vplan, tuple(passes), (), "the load hung: no read-back (it would wait "
+                                           "on the same I/O)" if vplan.writes else "")
+        if vplan.enabled and vplan.writes:
+            passes.append(self.read_pass("read-back after restore", "fault-readback"))
             # a lab drive pull, by QMP or through a target-control hook: the drive went back into the lab's md
             if self.env.lab is not None and self.scenario.kind == "drive-pull":
                 waited = labprep.wait_md_idle(self.env.lab, verify_mod.RESYNC_WAIT_S)
@@ -457,11 +456,16 @@ class FaultRun:
                                     "no read-back after the resync")
                 else:
                     self.say(f"md idle after {waited:.0f} s: reading the region back again")
-                    back = runner.run(verify_mod.readback_argv(vplan, site.device, "fault-readback-resynced"),
-                                      timeout=1800, host=site.host, label="fio-readback-resynced")
-                    passes.append(verify_mod.make_pass(f"read-back after md resync ({waited:.0f} s)",
-                                                       fio_status.last_json(back.stdout), back.stderr))
+                    passes.append(self.read_pass(f"read-back after md resync ({waited:.0f} s)",
+                                                 "fault-readback-resynced"))
         return verify_mod.VerifyResult(vplan, tuple(passes), tuple(problems))
+
+    def read_pass(self, name: str, job: str) -> "verify_mod.Pass":
+        """One read-verify pass over the whole region (fio's exit and its errors counted, see verify.make_pass)."""
+        back = self.runner.run(verify_mod.readback_argv(self.vplan, self.site.device, job), timeout=1800,
+                               host=self.site.host, label=job.replace("fault-", "fio-"))
+        return verify_mod.make_pass(name, fio_status.last_json(back.stdout), back.stderr,
+                                    "" if back.ok else back.failure("fio read-back"))
 
     def cleanup(self) -> None:
         """Whatever step stopped: stop the sampler and every background command, undo what is journaled

@@ -202,7 +202,7 @@ def run_tune(scenario, lab_name: str, run, journal, transports=TRANSPORTS, setti
     from fxprobe.core.verdict import Outcome
     from fxprobe.faults import engine
     from fxprobe.faults.restored import RestoreFailed
-    outcome = {"invisible": Outcome.PASS, "visible": Outcome.FAIL}
+    outcome = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "error": Outcome.ERROR}
     trials: list[Trial] = []
     total = len(transports) * len(settings) * repeats
     broken = None

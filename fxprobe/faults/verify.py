@@ -14,7 +14,7 @@ Opting out takes ``load.verify = "off"`` with ``load.no_verify_reason``; the rea
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import size_bytes
@@ -112,35 +112,73 @@ def readback_argv(plan: VerifyPlan, device: str, name: str = "fault-readback") -
             "--continue_on_error=all"]
 
 
+LOAD = "load"            # the name of the load's own pass; every other pass is a read-back of the whole region
+
+
 @dataclass(frozen=True)
 class Pass:
-    name: str               # "load" or "read-back after restore"
-    bytes_verified: int
+    name: str               # LOAD or "read-back after restore"
+    bytes_verified: int     # read (and checked) by fio: its read io_bytes
     mismatches: tuple[VerifyMismatch, ...]
+    unreadable: int = 0     # reads fio counted as errors beyond its verify failures (EIO...): total_err - mismatches
+    first_error: str = ""   # fio's first such error line
+    problem: str = ""       # a read-back gave no result: why (no JSON, fio failed)
+
+    @property
+    def readback(self) -> bool:
+        """A read-back reads the whole region once after the load: judged on its unreadable blocks and coverage
+        (the load's own errors are the I/O errors the workload saw, judged beside it)."""
+        return self.name != LOAD
 
     def to_dict(self) -> dict:
         return {"name": self.name, "bytes_verified": self.bytes_verified,
-                "mismatches": [m.to_dict() for m in self.mismatches]}
+                "mismatches": [m.to_dict() for m in self.mismatches], "unreadable": self.unreadable,
+                "first_error": self.first_error, "problem": self.problem}
 
 
 @dataclass(frozen=True)
 class VerifyResult:
     plan: VerifyPlan
     passes: tuple[Pass, ...] = ()
-    problems: tuple[str, ...] = field(default_factory=tuple)   # a pass that did not run, and why
+    problems: tuple[str, ...] = field(default_factory=tuple)   # a pass that should have run and did not, and why
+    skipped: str = ""       # why the read-back was not run on purpose (the load hung: that is the verdict)
 
     @property
     def mismatches(self) -> list[VerifyMismatch]:
         return [m for p in self.passes for m in p.mismatches]
 
     @property
+    def unreadable(self) -> int:
+        return sum(p.unreadable for p in self.passes if p.readback)
+
+    @property
     def bytes_verified(self) -> int:
         return sum(p.bytes_verified for p in self.passes)
 
+    def coverage(self) -> list[str]:
+        """'read-back after restore read 32 of 32 MiB (0 unreadable)' for each read-back."""
+        mib = self.plan.region_bytes / 2**20
+        return [f"{p.name} read {p.bytes_verified / 2**20:g} of {mib:g} MiB ({p.unreadable} unreadable)"
+                for p in self.passes if p.readback]
+
+    def all_problems(self) -> list[str]:
+        """Why the verification is not whole: a read-back missing, without a result, or short of the region."""
+        out = list(self.problems)
+        backs = [p for p in self.passes if p.readback]
+        if self.plan.enabled and self.plan.writes and not backs and not self.skipped and not out:
+            out.append("no read-back after the restore")
+        for p in backs:
+            if p.problem:
+                out.append(f"{p.name}: {p.problem}")
+            elif p.bytes_verified < self.plan.region_bytes and not p.unreadable:
+                out.append(f"{p.name}: read {p.bytes_verified} of the {self.plan.region_bytes} B region, no error "
+                           "counted")
+        return out
+
     def to_dict(self) -> dict:
         return {"plan": self.plan.to_dict(), "passes": [p.to_dict() for p in self.passes],
-                "mismatches": len(self.mismatches), "bytes_verified": self.bytes_verified,
-                "problems": list(self.problems)}
+                "mismatches": len(self.mismatches), "unreadable": self.unreadable,
+                "bytes_verified": self.bytes_verified, "problems": self.all_problems(), "skipped": self.skipped}
 
 
 def read_bytes(fio_json: dict | None) -> int:
@@ -150,18 +188,31 @@ def read_bytes(fio_json: dict | None) -> int:
     return sum(int(job.get("read", {}).get("io_bytes", 0) or 0) for job in fio_json.get("jobs", []))
 
 
-def make_pass(name: str, fio_json: dict | None, stderr: str) -> Pass:
-    return Pass(name, read_bytes(fio_json), tuple(parse_fio_verify_errors(stderr)))
+def _total_err(fio_json: dict | None) -> int:
+    return sum(int(job.get("total_err", 0) or 0) for job in (fio_json or {}).get("jobs", []))
+
+
+def make_pass(name: str, fio_json: dict | None, stderr: str, failure: str = "") -> Pass:
+    """One verify pass: fio's read bytes, its verify failures, its other errors (``total_err`` beyond the verify
+    failures: unreadable blocks) and, for a read-back, why it gave no whole result (``failure``: how fio failed)."""
+    mismatches = tuple(parse_fio_verify_errors(stderr))
+    unreadable = max(0, _total_err(fio_json) - len(mismatches))
+    first = next((line.strip()[:200] for line in (stderr or "").splitlines() if "io_u error" in line), "")
+    problem = ""
+    if name != LOAD and not fio_json:
+        problem = "no result: " + (failure or ((stderr or "").strip().splitlines() or ["fio printed nothing"])[-1][:200])
+    elif name != LOAD and failure and not unreadable and not mismatches:
+        problem = failure
+    return Pass(name, read_bytes(fio_json), mismatches, unreadable, first, problem)
 
 
 def criterion(result: VerifyResult) -> Criterion:
-    """'data verified': 0 mismatches over N GiB (method); a mismatch names offset, found and expected."""
+    """'data verified': 0 mismatches and 0 unreadable blocks over N GiB (method), every read-back over the whole
+    region; a mismatch names offset, found and expected; a read-back that failed or is missing is an ERROR."""
     name = "data verified (mismatches)"
     plan = result.plan
     if not plan.enabled:
         return Criterion(name, Outcome.NOT_RUN, None, 0, "<=", "", f"not verified: {plan.reason}", "")
-    if result.problems and not result.passes:
-        return Criterion(name, Outcome.NOT_RUN, None, 0, "<=", "", "; ".join(result.problems), "fio verify")
     gib = result.bytes_verified / 2**30
     how = (f"fio verify={plan.method}, offset header per {plan.interval}"
            + (", verify_backlog + read-back after restore" if plan.writes else ", every block read"))
@@ -170,6 +221,20 @@ def criterion(result: VerifyResult) -> Criterion:
         detail = f"{describe_mismatches(first_reports(found), len(found), SHOWN)}; over {gib:.3f} GiB ({how})"
     else:
         detail = f"0 mismatches over {gib:.3f} GiB ({how})"
-    if result.problems:
-        detail += "; " + "; ".join(result.problems)
-    return Criterion.compare(name, len(found), "<=", 0, detail=detail, evidence="fio verify (stderr, JSON)")
+    backs = [p for p in result.passes if p.readback]
+    if backs:
+        first = next((p.first_error for p in backs if p.first_error), "")
+        detail += (f"; unreadable blocks (read errors) {result.unreadable}" + (f" (first: {first})" if first else "")
+                   + "; " + ", ".join(result.coverage()))
+    problems = result.all_problems()
+    if problems:
+        detail += "; ERROR: " + "; ".join(problems)
+    if result.skipped:
+        detail += f"; {result.skipped}"
+    judged = Criterion.compare(name, len(found) + result.unreadable, "<=", 0, detail=detail,
+                               evidence="fio verify (stderr, JSON)")
+    if problems:
+        return replace(judged, outcome=Outcome.ERROR)
+    if result.skipped and judged.outcome is Outcome.PASS:
+        return replace(judged, outcome=Outcome.NOT_RUN)
+    return judged

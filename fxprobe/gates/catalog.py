@@ -192,6 +192,8 @@ def _run_data(label: str, run, limit) -> tuple[Outcome, int, str]:
     detail = str(own.get("detail") or "")
     if own.get("outcome") == Outcome.NOT_RUN.value:
         return Outcome.NOT_RUN, 0, f"{label}: {detail}"
+    if own.get("outcome") == Outcome.ERROR.value:      # a read-back that failed or is missing
+        return Outcome.ERROR, 0, f"{label}: {detail}"
     try:
         count = exact(own.get("measured"))
     except (TypeError, ValueError):

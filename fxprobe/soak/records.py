@@ -95,7 +95,9 @@ class VerifyRecord(Record):
     bad_blocks_more: bool = False   # more bad blocks than were counted one by one
     shown: list[dict] = []
     seg: int | None = None
-    problem: str = ""               # the read-back pass did not give a whole result (why)
+    problem: str = ""               # the read-back pass did not give a whole result (why): the criterion is an ERROR
+    unreadable: int = 0             # the read-back pass: blocks fio could not read (errors beyond verify failures)
+    expected_bytes: int | None = None   # the read-back pass: the bytes of the working set it had to read
 
 
 class NoteRecord(Record):

@@ -14,7 +14,7 @@ from typing import Callable
 import psutil
 
 from fxprobe.host import telemetry
-from fxprobe.core.errors import BadInput, NotRunnable, ParseError, ToolError
+from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.rundir import RESULTS, RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.soak.common import (END_TOLERANCE_S, MAX_RESTARTS, RECORDS, STATE, STATUS_INTERVAL_S, end_tolerance_s,
@@ -390,7 +390,9 @@ class Soak:
         self.log.append(tail.record(now, stamp(now), "load (read after the restart)", verified, seg))
 
     def _read_back(self) -> None:
-        """One pass reading the whole working set back after the load, every block checked (not timed)."""
+        """One pass reading the whole working set back after the load, every block checked (not timed); its
+        unreadable blocks (fio's errors beyond its verify failures) and the bytes it read against the working set
+        go into its verify record, and a pass that failed says why (``problem``: the criterion is then an ERROR)."""
         plan = plan_soak(self.config, 1)
         job = self.run.raw_path(f"{plan.derivation.profile}.readback.fio")
         job.write_text(soak_verify.readback_job(plan.derivation, plan.target, self.vplan))
@@ -400,14 +402,12 @@ class Soak:
                                timeout=600 + plan.derivation.total_bytes / 20e6, label="fio-readback")
         tail = soak_verify.StderrTail(None)
         tail.feed(done.stderr or "")
-        try:
-            verified = int(fio.parse_fio_json(done.stdout, "fio read-back").total("read", "io_bytes"))
-            problem = "" if done.ok else f"fio exited with code {done.returncode}"
-        except ParseError:
-            verified, problem = 0, f"the read-back pass gave no result: {done.failure('fio')}"
+        tail.finish()
         now = time.time()
-        record = tail.finish().record(now, stamp(now), "read-back after the load", verified)
-        self.log.append({**record, "problem": problem} if problem else record)
+        record = tail.record(now, stamp(now), "read-back after the load", 0)
+        extra = soak_verify.readback_outcome(done.stdout, done.stderr, None if done.ok else done.failure("fio"),
+                                             tail.bad_reads, soak_verify.job_bytes(job.read_text()))
+        self.log.append({**record, **extra})
 
     def _check_paths(self, now: float) -> None:
         """A path lost (or back) since the soak started is an interruption opened (or closed)."""

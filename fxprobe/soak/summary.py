@@ -45,6 +45,8 @@ class SoakSummary:
     bad_blocks: int = 0             # on this many blocks (at least)
     mismatches_shown: tuple[dict, ...] = ()   # the first bad blocks: offset, found and expected header
     verify_problems: tuple[str, ...] = ()
+    unreadable: int = 0             # blocks the read-back pass could not read (I/O errors)
+    readback_coverage: str = ""     # 'the read-back read X of Y MiB'
 
     MAX_NOTES = 20
 
@@ -68,7 +70,8 @@ class SoakSummary:
 
     def verify_criterion(self) -> Criterion:
         return soak_verify.criterion(self.verify, self.verified_bytes, self.mismatches, self.bad_blocks,
-                                     list(self.mismatches_shown), list(self.verify_problems))
+                                     list(self.mismatches_shown), list(self.verify_problems), self.unreadable,
+                                     self.readback_coverage)
 
     def lines(self) -> list[str]:
         bw = self.bandwidth
@@ -210,7 +213,25 @@ class _Tally:
         return {"verify": self.start.verify if self.start else None, "verified_bytes": verified,
                 "mismatches": mismatches, "bad_blocks": blocks,
                 "mismatches_shown": tuple(shown[k] for k in sorted(shown, key=lambda k: (str(k[0]), k[1] or 0))),
-                "verify_problems": tuple(r.problem for r in self.verify_records.values() if r.problem)}
+                "verify_problems": tuple(r.problem for r in self.verify_records.values() if r.problem)
+                + self.missing_readback(), **self.readback(readback)}
+
+    def missing_readback(self) -> tuple[str, ...]:
+        """A finished soak whose plan reads the working set back and has no record of that pass: a problem."""
+        plan = (self.start.verify if self.start else None) or {}
+        if plan.get("method", "off") != "off" and plan.get("readback") and self.end is not None \
+                and None not in self.verify_records:
+            return ("the read-back pass after the load left no record",)
+        return ()
+
+    @staticmethod
+    def readback(record: "VerifyRecord | None") -> dict:
+        if record is None:
+            return {}
+        expected = record.expected_bytes
+        read = f"the read-back read {record.verified_bytes / 2**20:g}" + (
+            f" of {expected / 2**20:g} MiB" if expected is not None else " MiB (the working set not recorded)")
+        return {"unreadable": record.unreadable, "readback_coverage": read}
 
     def bandwidth(self) -> dict:
         if not self.bws:

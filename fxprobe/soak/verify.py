@@ -22,7 +22,7 @@ blocks and the first ``SHOWN`` of them. Opting out takes the profile's ``[verify
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fxprobe.core.data import AsDict
@@ -162,26 +162,55 @@ class StderrTail:
         return record if seg is None else {**record, "seg": seg}
 
 
+def job_bytes(text: str) -> int:
+    """Bytes a read-back job file reads: its ``size`` (per job) times its ``numjobs``."""
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith(";"))
+    return int(values.get("size", 0)) * int(values.get("numjobs", 1))
+
+
+def readback_outcome(stdout: str, stderr: str, failure: str | None, bad_reads: int, expected: int) -> dict:
+    """The read-back pass's figures for its verify record: bytes read, unreadable blocks (fio's errors beyond its
+    verify failures: EIO...), the bytes it had to read, and ``problem`` when it gave no whole result."""
+    from fxprobe.tools.fio_status import last_json
+    doc = last_json(stdout)
+    if not doc:
+        why = failure or ((stderr or "").strip().splitlines() or ["fio printed nothing"])[-1][:200]
+        return {"verified_bytes": 0, "expected_bytes": expected, "problem": f"the read-back pass gave no result: {why}"}
+    jobs = doc.get("jobs") or []
+    done = sum(int((job.get("read") or {}).get("io_bytes", 0) or 0) for job in jobs)
+    unreadable = max(0, sum(int(job.get("total_err", 0) or 0) for job in jobs) - bad_reads)
+    out = {"verified_bytes": done, "expected_bytes": expected, "unreadable": unreadable}
+    if failure and not unreadable and not bad_reads:
+        out["problem"] = f"the read-back pass failed: {failure}"
+    elif done < expected and not unreadable:
+        out["problem"] = f"the read-back pass read {done} of the {expected} B working set, no error counted"
+    return out
+
+
 def criterion(plan: dict | None, verified_bytes: int, mismatches: int, bad_blocks: int,
-              shown: list[dict], problems: list[str]) -> Criterion:
-    """'data verified': 0 mismatches over N GiB (method); a mismatch names offset, found and expected."""
+              shown: list[dict], problems: list[str], unreadable: int = 0, coverage: str = "") -> Criterion:
+    """'data verified': 0 mismatches and 0 unreadable blocks over N GiB (method); a mismatch names offset, found
+    and expected; a read-back that failed or is missing (``problems``) is an ERROR, never a note."""
     if not plan:
         return Criterion(NAME, Outcome.NOT_RUN, None, 0, "<=", "", "the soak's records carry no verification "
                          "(written by an fxprobe that did not verify soak data)", "")
     the_plan = SoakVerifyPlan(**plan)
     if not the_plan.enabled:
         return Criterion(NAME, Outcome.NOT_RUN, None, 0, "<=", "", f"not verified: {the_plan.reason}", "")
-    if not verified_bytes and not mismatches:
-        return Criterion(NAME, Outcome.NOT_RUN, 0, 0, "<=", "", "nothing was read back and checked "
+    errors = "; ERROR: " + "; ".join(problems) if problems else ""
+    if not verified_bytes and not mismatches and not unreadable:
+        return Criterion(NAME, Outcome.ERROR if problems else Outcome.NOT_RUN, 0, 0, "<=", "",
+                         "nothing was read back and checked "
                          f"({the_plan.describe()}; a write load may overwrite its blocks before verify_backlog "
-                         "reads them: give it a larger working set)" + "".join(f"; {p}" for p in problems),
-                         "soak.jsonl verify records")
+                         "reads them: give it a larger working set)" + errors, "soak.jsonl verify records")
     how = f"over {verified_bytes / 2**30:.3f} GiB ({the_plan.describe()})"
     if mismatches:
         blocks = [VerifyMismatch(**m) for m in shown]
         detail = f"{describe_mismatches(blocks, mismatches, 5, bad_blocks)}; {how}"
     else:
         detail = f"0 mismatches {how}"
-    if problems:
-        detail += "; " + "; ".join(problems)
-    return Criterion.compare(NAME, mismatches, "<=", 0, detail=detail, evidence="soak.jsonl verify records")
+    if the_plan.readback or unreadable:
+        detail += f"; unreadable blocks (read errors) {unreadable}" + (f"; {coverage}" if coverage else "")
+    judged = Criterion.compare(NAME, mismatches + unreadable, "<=", 0, detail=detail + errors,
+                               evidence="soak.jsonl verify records")
+    return replace(judged, outcome=Outcome.ERROR) if problems else judged
