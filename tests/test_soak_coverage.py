@@ -55,3 +55,42 @@ def test_the_end_tolerance_of_a_72_h_soak_is_0_1_percent():
     assert end_tolerance_s(72 * 3600) == 259.2 and end_tolerance_s(600) == 3 and end_tolerance_s(2) == 1
     assert covering(72 * 3600, 72 * 3600 - 259.2).outcome.value == "pass"
     assert covering(72 * 3600, 72 * 3600 - 259.4).outcome.value == "fail"
+
+
+def _hour_of_load(step_at: int | None, step_s: float = 71 * 3600) -> list:
+    """One real hour of load as the soak loop records it - a status document a second, each received on both
+    clocks - with the wall clock stepped ``step_s`` forward before report ``step_at`` (date -s, an NTP step)."""
+    from fxprobe.soak.monitor import Monitor
+    from fxprobe.soak.stream import StatusPoint
+    wall0, mono0 = 1_800_000_000.0, 5_000.0
+    records = [{**start(), "ts": wall0, "planned_s": 72 * 3600}]
+    monitor = Monitor(5.0)
+    records += monitor.new_segment(1, wall0, mono0)
+    records.append({"type": "segment", "seg": 1, "ts": wall0, "mono": mono0})
+    jump = 0.0
+    for i in range(1, 3601):
+        jump = step_s if step_at is not None and i >= step_at else 0.0
+        wall, mono = wall0 + i + jump, mono0 + i
+        records += monitor.observe(StatusPoint(wall, i * 4096000, i * 1000, 0, 0, 2_000_000), wall, 0, mono)
+        records += monitor.tick(wall + 0.2, mono + 0.2)
+    return records
+
+
+def test_a_forward_clock_step_is_a_clock_interruption_and_never_covered_load():
+    # the review's soak-clockjump: 1 real hour with the clock stepped +71 h gave duration_h 72.0, pass
+    stepped = summarize(_hour_of_load(step_at=1800))
+    assert round(stepped.duration_s) == 3600
+    clocks = [i for i in stepped.interruptions if i.kind == "clock"]
+    assert len(clocks) == 1 and "the wall clock stepped +255600.0 s in 0.8 s of monotonic time" in clocks[0].detail
+    verdict = {c.name: c for c in stepped.verdict().criteria}
+    assert verdict["load covered the planned time"].outcome.value == "fail"
+    assert verdict["interruptions"].outcome.value == "fail" and "clock 1" in verdict["interruptions"].detail
+    honest = summarize(_hour_of_load(step_at=None))
+    assert round(honest.duration_s) == 3600 and not honest.interruptions and not honest.notes
+    small = summarize(_hour_of_load(step_at=1800, step_s=1.5))          # within CLOCK_STEP_S: NTP territory
+    assert not small.interruptions
+
+
+def test_records_without_a_monotonic_clock_say_their_coverage_is_on_the_wall_clock():
+    records = [start(), {"type": "segment", "seg": 1, "ts": 100.0}, sample(1, 100.5, 10), sample(1, 110.0, 99)]
+    assert any("counted on the wall clock" in note for note in summarize(records).notes)

@@ -18,6 +18,9 @@ STARTUP_GRACE_S = 60.0       # fio may take this long to open its files before t
 MAX_RESTARTS = 5             # fio deaths tolerated before the soak gives up
 END_TOLERANCE_S = 3.0        # fio ending this close to the planned end is a normal end
 STATUS_INTERVAL_S = 1.0      # fio --status-interval of the soak's load
+CLOCK_STEP_S = 2.0           # the wall clock moving this much more or less than the monotonic clock between two
+                             # receipts is a step (date -s, an NTP step): a "clock" interruption; NTP's slew
+                             # (at most 0.5 ms/s) never comes near it
 
 
 def end_tolerance_s(planned_s: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fxprobe.core.data import AsDict
-from fxprobe.soak.common import STARTUP_GRACE_S, stamp
+from fxprobe.soak.common import CLOCK_STEP_S, STARTUP_GRACE_S, stamp
 from fxprobe.soak.stream import StatusPoint
 
 
@@ -24,7 +24,12 @@ class Interruption(AsDict):
 
 
 class Monitor:
-    """Turns status points, path states and clock ticks into records (pure: no I/O)."""
+    """Turns status points, path states and clock ticks into records (pure: no I/O).
+
+    The soak gives each receipt both clocks: the wall clock (``received``, ``now``: the records' stamps) and the
+    monotonic clock (``mono``): silences are timed on the monotonic clock, each sample records it (the summary
+    counts covered time on it), and the wall clock moving more than ``CLOCK_STEP_S`` away from it between two
+    receipts is a ``clock`` interruption. Without ``mono`` (records replayed in tests) the wall clock stands in."""
 
     def __init__(self, stall_s: float, next_id: int = 1, verifying: bool = False):
         self.stall_s = stall_s
@@ -35,9 +40,12 @@ class Monitor:
         self.previous: StatusPoint | None = None
         self.segment_start = 0.0
         self.last_progress: float | None = None
-        self.last_report = 0.0                 # when the last status document arrived (our clock)
+        self.last_report = 0.0                 # when the last status document arrived (monotonic, else wall)
+        self.last_wall: float | None = None    # the last receipt on both clocks: a step between two is a "clock"
+        self.last_mono: float | None = None
         self.last_bw: float | None = None
         self.count = 0
+        self.mono_start: float | None = None
 
     @property
     def silence_limit(self) -> float:
@@ -68,19 +76,38 @@ class Monitor:
         self.count += 1
         return record
 
-    def new_segment(self, segment: int, ts: float) -> list[dict]:
+    def new_segment(self, segment: int, ts: float, mono: float | None = None) -> list[dict]:
         self.segment, self.segment_start, self.previous, self.last_progress = segment, ts, None, None
-        self.last_report = ts
+        self.last_report = ts if mono is None else mono
+        self.last_wall, self.last_mono = (ts, mono) if mono is not None else (None, None)
+        self.mono_start = mono
         return [self.closed("fio", ts, f"load restarted (segment {segment})")] if "fio" in self.open else []
 
-    def observe(self, point: StatusPoint, received: float | None = None, mismatches: int = 0) -> list[dict]:
+    def clock(self, wall: float, mono: float | None) -> list[dict]:
+        """A ``clock`` interruption when the wall clock moved away from the monotonic one since the last receipt."""
+        if mono is None:
+            return []
+        last_wall, last_mono, self.last_wall, self.last_mono = self.last_wall, self.last_mono, wall, mono
+        if last_wall is None or last_mono is None:
+            return []
+        step = (wall - last_wall) - (mono - last_mono)
+        if abs(step) <= CLOCK_STEP_S:
+            return []
+        return [self.instant("clock", last_wall, wall,
+                             f"the wall clock stepped {step:+.1f} s in {mono - last_mono:.1f} s of monotonic time "
+                             f"(more than {CLOCK_STEP_S:g} s: date -s or an NTP step); covered time is counted on "
+                             "the monotonic clock")]
+
+    def observe(self, point: StatusPoint, received: float | None = None, mismatches: int = 0,
+                mono: float | None = None) -> list[dict]:
         """One status document. A stall opens when fio's own report shows no new completed
         I/O for more than ``stall_s`` since the last progress, and closes at the next progress.
         ``mismatches``: the verify failures fio printed so far in this segment (read after the document, so
         at least those it counts): fio counts them in total_err, they are not I/O errors."""
         received = received if received is not None else point.ts
         point = replace(point, errors=max(0, point.errors - mismatches))
-        silent, self.last_report = received - self.last_report, received
+        at = received if mono is None else mono
+        silent, self.last_report = at - self.last_report, at
         previous = self.previous
         base_ts = previous.ts if previous else self.segment_start
         base_bytes = previous.io_bytes if previous else 0
@@ -92,8 +119,11 @@ class Monitor:
         out = [{"type": "sample", "seg": self.segment, "t": stamp(point.ts), "ts": point.ts,
                 "io_bytes": point.io_bytes, "ios": point.ios, "errors": point.errors,
                 "bw": None if bw is None else round(bw, 1), "iops": None if iops is None else round(iops, 2)}]
+        if mono is not None:
+            out[0]["mono"] = round(mono, 3)
         if self.verifying:
             out[0].update(verified=point.read_bytes, mismatches=mismatches)
+        out += self.clock(received, mono)
         if bw is not None:
             self.last_bw = bw
         longest = point.max_lat_ns / 1e9
@@ -124,18 +154,24 @@ class Monitor:
         self.previous = point
         return out
 
-    def tick(self, now: float) -> list[dict]:
+    def tick(self, now: float, mono: float | None = None) -> list[dict]:
+        clock = self.clock(now, mono)
         if "stall" in self.open or "fio" in self.open:
-            return []
+            return clock
+        return clock + self._silent(now if mono is None else mono,
+                                    self.segment_start if mono is None else self.mono_start)
+
+    def _silent(self, at: float, segment_start: float) -> list[dict]:
+        """A stall opened when fio completed nothing since its segment began, or reported nothing for too long."""
         if self.last_progress is None:
-            if now - self.segment_start > max(STARTUP_GRACE_S, self.stall_s):
+            if at - segment_start > max(STARTUP_GRACE_S, self.stall_s):
                 return [self.opened("stall", "stall", self.segment_start,
                                     f"fio completed no I/O in the first {max(STARTUP_GRACE_S, self.stall_s):g} s "
                                     f"of segment {self.segment}")]
             return []
-        if now - self.last_report > self.silence_limit:
+        if at - self.last_report > self.silence_limit:
             return [self.opened("stall", "stall", self.last_progress,
-                                f"fio reported nothing for {now - self.last_report:.0f} s; no completed I/O "
+                                f"fio reported nothing for {at - self.last_report:.0f} s; no completed I/O "
                                 f"seen for more than {self.stall_s:g} s (stall limit)")]
         return []
 

@@ -45,6 +45,7 @@ class StartRecord(Record):
 class SegmentRecord(Record):
     seg: int
     ts: float
+    mono: float | None = None       # the monotonic clock at its start (covered time is counted on it)
     planned_s: float | None = None
     pid: int | None = None
 
@@ -61,6 +62,7 @@ class SampleRecord(Record):
     iops: float | None = None
     verified: int | None = None     # bytes read and checked against their verify headers in this segment
     mismatches: int | None = None   # verify failures fio printed in this segment so far (not in ``errors``)
+    mono: float | None = None       # the monotonic clock when the report was received (covered time counts on it)
 
 
 class InterruptionRecord(Record):

@@ -148,6 +148,8 @@ class Soak:
         self.monitor = Monitor(config.stall_s)
         self.vplan = soak_verify.SoakVerifyPlan("off", reason="not planned yet")
         self.read_bytes = 0             # read (and verified, when verifying) by the segment's fio so far
+        self.started_mono = time.monotonic()    # the segment's start and its last report, on the monotonic clock
+        self.last_mono: float | None = None
         self.covered_before = 0.0
         # side readings run in worker threads: reading an NVMe temperature or smart-log sends an
         # admin command, which waits (up to the admin timeout) while a controller reconnects
@@ -258,7 +260,7 @@ class Soak:
                 f"--status-interval={STATUS_INTERVAL_S:g}", str(job)]
         self.live.reset()
         background = self.runner.start(argv, label=f"fio-soak-seg{segment}", stdout_pipe=True)
-        started = time.time()
+        started, self.started_mono = time.time(), time.monotonic()
         try:
             create_time = psutil.Process(background.pid).create_time()
         except psutil.NoSuchProcess:
@@ -267,13 +269,14 @@ class Soak:
         self.state.fio = FioState(pid=background.pid, argv=argv, create_time=create_time, segment=segment,
                                   stderr=background.stderr_path.name if background.stderr_path else None)
         self._save_state()
-        for record in self.monitor.new_segment(segment, started):
+        for record in self.monitor.new_segment(segment, started, self.started_mono):
             self.log.append(record)
         self.log.append({"type": "segment", "seg": segment, "t": stamp(started), "ts": started,
-                         "planned_s": runtime, "pid": background.pid, "argv": argv})
+                         "mono": round(self.started_mono, 3), "planned_s": runtime, "pid": background.pid,
+                         "argv": argv})
         first_ts = last_ts = None
         verify_tail = soak_verify.StderrTail(background.stderr_path if self.vplan.enabled else None)
-        self.read_bytes = 0
+        self.read_bytes, self.last_mono = 0, None
         try:
             first_ts, last_ts = self._watch(background, started, runtime, verify_tail)
         finally:
@@ -284,7 +287,9 @@ class Soak:
         ended = time.time()
         if self.vplan.enabled:
             self.log.append(verify_tail.finish().record(ended, stamp(ended), "load", self.read_bytes, segment))
-        ran = (last_ts - started) if last_ts else 0.0
+        # covered: from the segment's start to the last report received, on the monotonic clock (a wall-clock
+        # step is not load); fio's own stamps date the records
+        ran = (self.last_mono - self.started_mono) if last_ts and self.last_mono is not None else 0.0
         if runtime - ran > min(END_TOLERANCE_S, runtime / 2):     # fio ended early: an interruption
             _, err = background.output()
             tail = (err.strip().splitlines() or ["no message"])[-1][:200]
@@ -322,7 +327,7 @@ class Soak:
                     first_ts = first_ts or point.ts
                     last_ts = point.ts
                 now = time.time()
-                for record in self.monitor.tick(now):
+                for record in self.monitor.tick(now, time.monotonic()):
                     self.log.append(record)
                 if now >= next_jobs and background.alive():
                     next_jobs = now + (10.0 if self._track_jobs(background.pid) else 0.5)
@@ -365,7 +370,8 @@ class Soak:
             point = parse_status_doc(doc)
             self.live.doc(doc)
             self.read_bytes = point.read_bytes
-            for record in self.monitor.observe(point, time.time(), mismatches):
+            self.last_mono = time.monotonic()
+            for record in self.monitor.observe(point, time.time(), mismatches, self.last_mono):
                 self.log.append(record)
             points.append(point)
         return points
@@ -449,7 +455,7 @@ class Soak:
         return {"type": "health", "t": stamp(now), "ts": now, "smart": smart}
 
     def _progress(self, started: float, last_ts: float | None) -> None:
-        elapsed = self.covered_before + ((last_ts - started) if last_ts else 0.0)
+        elapsed = self.covered_before + ((self.last_mono - self.started_mono) if last_ts and self.last_mono else 0.0)
         bw = self.monitor.last_bw
         if self.status.active:          # the status line says it (one line per interval off a terminal)
             self.status.progress(elapsed)

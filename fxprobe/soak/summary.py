@@ -129,20 +129,23 @@ class _Tally:
         self.start = self.start or r
 
     def on_segment(self, r: SegmentRecord) -> None:
-        self.segments[r.seg] = {"start": r.ts, "last": None}
+        # covered time is counted on the monotonic clock the soak recorded at receipt (a wall-clock step is not
+        # load); records written without it count on the wall clock, and the summary says so
+        self.segments[r.seg] = {"start": r.ts if r.mono is None else r.mono, "last": None, "mono": r.mono is not None}
 
     def on_sample(self, r: SampleRecord) -> None:
         self.samples += 1
-        seg = self.segments.setdefault(r.seg, {"start": r.ts, "last": None})
+        seg = self.segments.setdefault(r.seg, {"start": r.ts, "last": None, "mono": False})
+        at = r.mono if seg["mono"] and r.mono is not None else r.ts
         if seg.get("first") is None:
             if not r.ios:
-                seg["start"] = r.ts          # fio runs but its jobs have not started: not load yet
+                seg["start"] = at            # fio runs but its jobs have not started: not load yet
             else:
                 # the load began within one status interval before the first report that shows I/O,
                 # not when fio was started (opening the jobs on a slow node takes seconds of no load)
-                seg["first"] = r.ts
-                seg["start"] = max(seg["start"], r.ts - STATUS_INTERVAL_S)
-        seg["last"] = r.ts
+                seg["first"] = at
+                seg["start"] = max(seg["start"], at - STATUS_INTERVAL_S)
+        seg["last"] = at
         self.first = self.first or r.t
         self.last = r.t
         if r.bw is not None:
@@ -255,6 +258,9 @@ def summarize(records: list) -> SoakSummary:
     if start is None:
         raise ParseError(RECORDS, "start", "no start record: not a soak record file")
     covered = sum(s["last"] - s["start"] for s in tally.segments.values() if s["last"] is not None)
+    if any(not s["mono"] for s in tally.segments.values()) and len(tally.notes) < SoakSummary.MAX_NOTES:
+        tally.notes.append("covered time counted on the wall clock: these records carry no monotonic clock "
+                           "(written by an fxprobe before it recorded one), so a clock step would count as load")
     return SoakSummary(
         profile=start.profile, target=start.target, planned_s=start.planned_s, duration_s=round(covered, 3),
         samples=tally.samples, segments=len(tally.segments), resumes=tally.resumes,
