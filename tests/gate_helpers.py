@@ -86,7 +86,8 @@ def results_of(run_path: Path) -> dict:
 
 def produced_fault(kind: str, *, errors: int = 0, stall_s: float | None = 0.25, throughput_pct: float | None = 90.0,
                    p99_ratio: float | None = 1.5, mismatches: int = 0, verify: str = "crc32c",
-                   hung: bool = False, scenario: str = "planted", verdict: str = "invisible") -> dict:
+                   hung: bool = False, scenario: str = "planted", verdict: str = "invisible",
+                   fault_s: float = 30.0, recover_s: float = 30.0, region_bytes: int = 1 << 30) -> dict:
     """What `fxprobe fault run` records that G4 reads, serialized by the producers' own classes (Impact,
     VerifyResult, Overrun) and criteria functions, with the figures given."""
     from fxprobe.faults import analysis, overrun, verify as verifying
@@ -98,14 +99,16 @@ def produced_fault(kind: str, *, errors: int = 0, stall_s: float | None = 0.25, 
         throughput_pct=throughput_pct, longest_stall_s=stall_s, stall_start_ms=None, baseline_p99_ns=1_000_000,
         window_p99_ns=None if p99_ratio is None else int(p99_ratio * 1e6), p99_ratio=p99_ratio, recover_s=0.2,
         first_affected_ms=None, resolution_ms=1, source="fio per-I/O completion log")
-    plan = verifying.VerifyPlan(verify, 2 << 20, "4k", False, "" if verify != "off" else "the test said so")
+    plan = verifying.VerifyPlan(verify, region_bytes, "4k", False, "" if verify != "off" else "the test said so")
     bad = tuple(VerifyMismatch("/dev/nvme0n1", 4096 * i, 4096, 4096 * i, 4096, "data", "0", "acca", verify)
                 for i in range(mismatches))
     result = verifying.VerifyResult(plan, (verifying.Pass("load", 2 << 30, bad),) if plan.enabled else ())
     stuck = overrun.Overrun(130.0, "123 D nvme_wait", {}, "TERM, then KILL", True) if hung else None
     limits = {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0, "max_p99_ratio": 10.0}
     criteria = analysis.criteria(impact, limits) + [verifying.criterion(result)]
+    timing = {"steady_s": 10.0, "settle_s": 2.0, "fault_s": fault_s, "recover_s": recover_s, "rebuild_s": 0.0}
     return {"plan": {"kind": kind, "scenario": scenario}, "verdict": verdict, "impact": impact.to_dict(),
+            "scenario": {"name": scenario, "kind": kind, "timing": timing},
             "verify": result.to_dict(), "load_hung": stuck.to_dict() if stuck else None,
             "criteria": [c.to_dict() for c in criteria]}
 

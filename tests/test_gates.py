@@ -47,7 +47,7 @@ def full_evidence(base) -> list[Path]:
         fake_run(base, "run", produced_multi_node(8, 0.9306, 98e9)),
         fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1"],      # single node: not G3
                                             "fraction_of_ceiling": 0.5}}),
-        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [],
+        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [], "stall_s": 5.0,
                                 "verdict": {"name": "soak", "criteria": [verified(gib="812.250")]}}),
         fake_run(base, "fault run", produced_fault("drive-pull")),
         fake_run(base, "fault run", produced_fault("link-down")),
@@ -155,7 +155,7 @@ def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_pa
     assert by_name["soak duration"].outcome is Outcome.ERROR
     assert "is not a number" in by_name["soak duration"].detail
     drive_pull = {name: c for name, c in by_name.items() if name.startswith("drive pull: ")}
-    assert len(drive_pull) == 5 and all(c.outcome is Outcome.NOT_RUN and "no spare drive slot" in c.detail
+    assert len(drive_pull) == 8 and all(c.outcome is Outcome.NOT_RUN and "no spare drive slot" in c.detail
                                         for c in drive_pull.values())
     assert verdict.outcome is Outcome.ERROR
 
@@ -217,6 +217,40 @@ def test_soak_with_interruptions_fails_with_its_count(tmp_path):
     assert by_name["soak interruptions"].measured == 2 and by_name["soak interruptions"].outcome is Outcome.FAIL
     assert by_name["soak duration"].measured == pytest.approx(1.0)
     assert "need >= 72 h" in by_name["soak duration"].line()
+
+
+def test_g4_fails_a_soak_whose_stall_limit_would_hide_stalls_printing_its_limit_beside_the_gate_s(tmp_path):
+    # the review's soak-stall3600: --stall 3600 hid a 30-minute zero-I/O period and G4 never read stall_s
+    def row(stall_s, config=None):
+        results = {"duration_s": 72 * 3600 + 5, "interruptions": []}
+        soak = fake_run(tmp_path, "soak", {**results, "stall_s": stall_s} if stall_s is not None else results)
+        verdict = GATES["g4"].evaluate(Evidence.from_paths([soak]), config or load_config(None))
+        return {c.name: c for c in verdict.criteria}["soak stall limit (--stall)"]
+    lax = row(3600.0)
+    assert lax.outcome is Outcome.FAIL and (lax.measured, lax.threshold) == (3600, 5) and "3600 s" in lax.line()
+    assert row(5.0).outcome is Outcome.PASS and row(2.5).outcome is Outcome.PASS
+    assert row(None).outcome is Outcome.ERROR and "no field 'stall_s'" in row(None).detail
+    assert row(30.0, parse_config("[g4]\nsoak_stall_max_s = 30\n", "gates.toml")).outcome is Outcome.PASS
+
+
+def test_g4_fails_a_fault_run_whose_window_recovery_or_region_is_below_its_minimums(tmp_path):
+    # the review: fault_s = 0, recover_s = 0 and a 4k region parsed and passed G4 (a stall 2.5 s after the restore
+    # of a 0 s recovery was never judged)
+    def rows(config=None, **figures):
+        run = fake_run(tmp_path, "fault run", produced_fault("drive-pull", **figures))
+        verdict = GATES["g4"].evaluate(Evidence.from_paths([run]), config or load_config(None))
+        return {c.name.removeprefix("drive pull: "): c for c in verdict.criteria if c.name.startswith("drive pull")}
+    names = ("fault lasted (timing.fault_s)", "load judged after the restore (timing.recover_s)",
+             "region verified (load.region)")
+    bent = rows(fault_s=0.0, recover_s=0.0, region_bytes=4096)
+    assert [bent[n].outcome for n in names] == [Outcome.FAIL] * 3
+    assert [bent[n].measured for n in names[:2]] == [0, 0] and [bent[n].threshold for n in names] == [30, 30, 1024]
+    assert "4096" in bent[names[2]].detail and "need >= 1024 MiB" in bent[names[2]].line()
+    honest = rows()
+    assert [honest[n].outcome for n in names] == [Outcome.PASS] * 3
+    lab = rows(load_config(ROOT / "gates-lab.toml"), fault_s=4.0, recover_s=3.0, region_bytes=2 << 20)
+    assert [lab[n].outcome for n in names] == [Outcome.PASS] * 3
+    assert any("SCALED g4.fault_window_min_s = 3" in line for line in load_config(ROOT / "gates-lab.toml").scale_lines())
 
 
 def test_evidence_that_is_not_a_run_directory_is_bad_input(tmp_path, capsys):

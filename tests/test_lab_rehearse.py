@@ -68,7 +68,7 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
     assert "gates-lab.toml" in out.out and "|" in out.out         # the two tables side by side on the terminal
     for line in results["lab_scale"]:
         assert line in out.out and (line.startswith(("SCALED", "NOT JUDGED", "LAB-SCALED")))
-    assert sum(line.startswith("SCALED") for line in results["lab_scale"]) == 5
+    assert sum(line.startswith("SCALED") for line in results["lab_scale"]) == 8
     assert (report / "report.html").exists()
     assert all("/" not in s["run_dir"].split("/steps/")[1] for s in results["steps"])
     assert main(["--run-dir", str(tmp_path / "verify"), "report", "verify", str(report),

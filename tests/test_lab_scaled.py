@@ -129,7 +129,8 @@ def test_the_shipped_lab_scale_names_each_departure_and_the_units_it_leaves_out_
     departures = {name for name in THRESHOLD_KEYS if lab.get(*name.split(".")) != BUYER[name]}
     assert departures == set(lab.scale["scaled"]) == {"g2.line_rate_gbps", "g3.nodes_sharing",
                                                       "g3.nic_ceiling_min_pct", "g4.soak_hours_min",
-                                                      "g4.fault_stall_max_s"}
+                                                      "g4.fault_stall_max_s", "g4.fault_window_min_s",
+                                                      "g4.fault_recover_min_s", "g4.fault_region_min_mib"}
     # every criterion reading several thresholds is one JUDGED_TOGETHER group (left out whole or not at all)
     groups = {tuple(f"{key}.{k}" for k in unit.keys) for key, gate in GATES.items() for unit in gate.units()
               if len(unit.keys) > 1}
@@ -151,7 +152,7 @@ def lab_scaled_evidence(base: Path) -> tuple[list[Path], Path]:
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.96, "mean_bps": 0.0192e9},
                                            "port_speed_bps": 0.02e9, "interface": "l1"}),
         fake_run(base, "run", produced_multi_node(2, 0.004)),
-        fake_run(base, "soak", {"duration_s": 30.5, "interruptions": [], "verdict": {"name": "soak", "criteria": [
+        fake_run(base, "soak", {"duration_s": 30.5, "interruptions": [], "stall_s": 5.0, "verdict": {"name": "soak", "criteria": [
             VERIFIED]}}),
         fake_run(base, "fault run", produced_fault("drive-pull", stall_s=0.0, throughput_pct=61.0)),
         fake_run(base, "fault run", produced_fault("link-down", stall_s=4.2, throughput_pct=78.0, verdict="visible",
@@ -195,7 +196,7 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     assert fxprobe(tmp_path, "report", *map(str, paths), str(gate_run), "--out", str(tmp_path / "r")) == 0
     md = (tmp_path / "r" / "report.md").read_text()
     assert "**PASSED AT LAB SCALE** - judged with the lab-scaled thresholds" in md and "ACCEPTED" not in md
-    assert "not the buyer's: 5 thresholds SCALED, 4 NOT JUDGED at lab scale" in md
+    assert "not the buyer's: 8 thresholds SCALED, 4 NOT JUDGED at lab scale" in md
     assert "| NOT JUDGED | baseline within reference |  |  |  | not judged at lab scale (g2.baseline_tolerance_pct): " in md
     assert "| `g4.fault_stall_max_s` | 5 SCALED |" in md
     assert "SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): the lab's emulated data link" in md

@@ -335,6 +335,7 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=Fraction(1, 3600),
           context=(("load covered s", "duration_s"), ("planned s", "planned_s"), ("profile", "profile"))),
     Check("soak interruptions", SOAK, "interruptions", "<=", "interruptions_max", count=True),
+    Check("soak stall limit (--stall)", SOAK, "stall_s", "<=", "soak_stall_max_s", unit="s"),
     *fault_units("drive pull", DRIVE_FAULT),
     *fault_units("link cut", LINK_FAULT),
 ), extras=(Judge(DATA_NAME, ("data_mismatches_max",), data_verified_criteria),

@@ -58,11 +58,16 @@ Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$",
 class G4Thresholds(InputModel):
     soak_hours_min: PositiveFloat = 72.0
     interruptions_max: NonNegativeInt = 0
+    soak_stall_max_s: PositiveFloat = 5.0       # the soak's stall limit (--stall) G4 accepts: a longer one hides stalls
     # "invisible to the workload", judged on each drive-pull and link-cut fault run's own measured figures
     fault_visible_errors_max: NonNegativeInt = 0         # I/O errors the workload saw
     fault_stall_max_s: NonNegativeFloat = 2.0            # longest time with no successful completion
     fault_throughput_min_pct: Percent = 50.0             # throughput in the fault window vs the steady state before it
     fault_p99_ratio_max: PositiveFloat = 10.0            # p99 latency in the fault window / p99 before it
+    # what a fault run must have exercised for its figures to count (its scenario's timing and verified region)
+    fault_window_min_s: PositiveFloat = 30.0             # timing.fault_s: the fault lasts past the hosts' failover
+    fault_recover_min_s: PositiveFloat = 30.0            # timing.recover_s: load watched after the restore (reconnect)
+    fault_region_min_mib: PositiveFloat = 1024.0         # load.region: the verified region, across every drive
     data_mismatches_max: NonNegativeInt = 0     # blocks read back wrong (fio verify) over the soak and fault runs
     trusted_signers: list[Fingerprint] = []     # not a threshold: the keys whose signature G4 accepts
 

@@ -9,6 +9,13 @@ What a fault run records (the producers' typed fields: :class:`fxprobe.faults.an
     impact.throughput_pct    fault window vs the steady state before   >= g4.fault_throughput_min_pct (50 %)
     impact.p99_ratio         p99 in the fault window / p99 before      <= g4.fault_p99_ratio_max (10 x)
     load_hung                the load ended by its planned end + grace (null: it did)
+    scenario.timing.fault_s  how long the fault lasted                >= g4.fault_window_min_s (30 s)
+    scenario.timing.recover_s  load judged after the restore           >= g4.fault_recover_min_s (30 s)
+    verify.plan.region_bytes the region laid out, loaded and verified  >= g4.fault_region_min_mib (1024 MiB)
+
+A fault shorter than the hosts' failover, a load watched for only a moment after the restore (a stall that starts
+when the path comes back is judged only within timing.recover_s + 2 s of it) or a region an array's cache holds
+whole can make any fault look invisible: G4 prints each run's own figure beside these minimums and fails a run below.
 
 (The data each fault run read back is judged with the soak's in G4's one "data verified" row, gates.catalog.)
 
@@ -19,6 +26,7 @@ verdict is shown beside the figures as information.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Callable
 
 from fxprobe.core.verdict import Criterion, Outcome
@@ -64,6 +72,13 @@ def fault_units(what: str, requirement: Requirement) -> tuple:
         return _per_run(f"{what}: load ended by its planned end", requirement, evidence, _ended, "yes", "==")
 
     return (
+        Check(f"{what}: fault lasted (timing.fault_s)", requirement, "scenario.timing.fault_s", ">=",
+              "fault_window_min_s", unit="s"),
+        Check(f"{what}: load judged after the restore (timing.recover_s)", requirement, "scenario.timing.recover_s",
+              ">=", "fault_recover_min_s", unit="s"),
+        Check(f"{what}: region verified (load.region)", requirement, "verify.plan.region_bytes", ">=",
+              "fault_region_min_mib", unit="MiB", scale=Fraction(1, 2**20),
+              context=(("bytes", "verify.plan.region_bytes"), ("verify", "verify.plan.method"))),
         Check(f"{what}: I/O errors seen by the workload", requirement, "impact.errors", "<=",
               "fault_visible_errors_max", count=True, context=OWN_VERDICT),
         Check(f"{what}: longest stall (no completed I/O)", requirement, "impact.longest_stall_s", "<=",
