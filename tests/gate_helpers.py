@@ -87,10 +87,11 @@ def results_of(run_path: Path) -> dict:
 def produced_fault(kind: str, *, errors: int = 0, stall_s: float | None = 0.25, throughput_pct: float | None = 90.0,
                    p99_ratio: float | None = 1.5, mismatches: int = 0, verify: str = "crc32c",
                    hung: bool = False, scenario: str = "planted", verdict: str = "invisible",
-                   fault_s: float = 30.0, recover_s: float = 30.0, region_bytes: int = 1 << 30) -> dict:
+                   fault_s: float = 30.0, recover_s: float = 30.0, region_bytes: int = 1 << 30,
+                   seen: bool | None = True) -> dict:
     """What `fxprobe fault run` records that G4 reads, serialized by the producers' own classes (Impact,
     VerifyResult, Overrun) and criteria functions, with the figures given."""
-    from fxprobe.faults import analysis, overrun, verify as verifying
+    from fxprobe.faults import analysis, overrun, seen as seeing, verify as verifying
     from fxprobe.tools.fio import VerifyMismatch
     impact = analysis.Impact(
         log_msec=500, inject_ms=10_000, restore_ms=20_000, end_ms=30_000, errors=errors, first_error="",
@@ -106,9 +107,13 @@ def produced_fault(kind: str, *, errors: int = 0, stall_s: float | None = 0.25, 
     stuck = overrun.Overrun(130.0, "123 D nvme_wait", {}, "TERM, then KILL", True) if hung else None
     limits = {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0, "max_p99_ratio": 10.0}
     criteria = analysis.criteria(impact, limits) + [verifying.criterion(result)]
+    observed = None if seen is None else seeing.Seen(
+        seen, ("md127 raid6 [22/21] [_UUUUUUUUUUUUUUUUUUUUU] at +1.2 s",) if seen else (), "md array degraded",
+        (0.0, fault_s + 1.0))
     timing = {"steady_s": 10.0, "settle_s": 2.0, "fault_s": fault_s, "recover_s": recover_s, "rebuild_s": 0.0}
     return {"plan": {"kind": kind, "scenario": scenario}, "verdict": verdict, "impact": impact.to_dict(),
             "scenario": {"name": scenario, "kind": kind, "timing": timing},
+            "fault_seen": observed.to_dict() if observed else None,
             "verify": result.to_dict(), "load_hung": stuck.to_dict() if stuck else None,
             "criteria": [c.to_dict() for c in criteria]}
 

@@ -285,9 +285,11 @@ def loop_device(tmp_path):
     subprocess.run(["losetup", "-d", done.stdout.strip()], check=False)
 
 
-@pytest.mark.alone   # its verdict judges throughput measured here: run alone
-def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, veth, loop_device):
-    """The whole host path for real: netlink fault, fio load on a loop device, logs, verdict, PNG."""
+@pytest.mark.alone   # its load's figures are measured here: run alone
+def test_real_host_run_link_down_on_an_unrelated_veth_is_an_error_the_fault_was_not_seen(tmp_path, veth, loop_device):
+    """The whole host path for real: netlink fault, fio load on a loop device, logs, verdict, PNG. The veth carries
+    none of the load's paths, so the cut did nothing to the load: that is no proof of invisibility (the review's
+    finding: it passed as 'invisible') - the run's verdict is an error, the fault not seen."""
     scenario = tmp_path / "veth-cut.toml"
     scenario.write_text(f'[fault]\nkind = "link-down"\ninterface = "{veth}"\n'
                         f'[timing]\nsteady_s = 3\nsettle_s = 1\nfault_s = 2\nrecover_s = 1\n'
@@ -296,12 +298,14 @@ def test_real_host_run_link_down_on_an_unrelated_veth_is_invisible(tmp_path, vet
     # the verify layout writes the loop device: it must be allowed as a write target
     done = fxprobe(tmp_path, "--json", "fault", "run", str(scenario), "--yes", "--allow-serial", veth,
                    "--allow-serial", f"loop:{tmp_path / 'disk.img'}")
-    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert done.returncode == 4, done.stderr[-2000:]                  # error: the fault was not seen
     result = json.loads(done.stdout)
     assert result["mode"] == "host" and result["impact"]["errors"] == 0
     assert result["verify"]["mismatches"] == 0 and result["verify"]["bytes_verified"] > 16 << 20   # passes
     assert result["impact"]["resolution_ms"] == 1                       # stall from per-I/O completions
-    assert result["verdict"] == "invisible", result["criteria"]
+    assert result["verdict"] == "error" and not result["fault_seen"]["seen"], result["criteria"]
+    seen = next(c for c in result["criteria"] if c["name"].startswith("fault seen"))
+    assert seen["outcome"] == "error" and seen["detail"].startswith("the fault was not seen: no load path leaving live")
     assert Path(result["png"]).exists()
     assert result["restore_log"] == [f"{veth} up"]
     assert int(Path(f"/sys/class/net/{veth}/flags").read_text(), 16) & 1 == 1

@@ -155,7 +155,7 @@ def test_missing_field_is_an_error_and_a_not_run_run_passes_its_reason_on(tmp_pa
     assert by_name["soak duration"].outcome is Outcome.ERROR
     assert "is not a number" in by_name["soak duration"].detail
     drive_pull = {name: c for name, c in by_name.items() if name.startswith("drive pull: ")}
-    assert len(drive_pull) == 8 and all(c.outcome is Outcome.NOT_RUN and "no spare drive slot" in c.detail
+    assert len(drive_pull) == 9 and all(c.outcome is Outcome.NOT_RUN and "no spare drive slot" in c.detail
                                         for c in drive_pull.values())
     assert verdict.outcome is Outcome.ERROR
 
@@ -251,6 +251,17 @@ def test_g4_fails_a_fault_run_whose_window_recovery_or_region_is_below_its_minim
     lab = rows(load_config(ROOT / "gates-lab.toml"), fault_s=4.0, recover_s=3.0, region_bytes=2 << 20)
     assert [lab[n].outcome for n in names] == [Outcome.PASS] * 3
     assert any("SCALED g4.fault_window_min_s = 3" in line for line in load_config(ROOT / "gates-lab.toml").scale_lines())
+
+
+def test_g4_errors_on_a_fault_run_that_did_not_see_its_fault_or_did_not_look(tmp_path):
+    def row(seen, outcome="pass"):
+        run = fake_run(tmp_path, "fault run", produced_fault("link-down", seen=seen), outcome=outcome)
+        verdict = GATES["g4"].evaluate(Evidence.from_paths([run]), load_config(None))
+        return {c.name: c for c in verdict.criteria}["link cut: fault seen in its window"]
+    assert row(True).outcome is Outcome.PASS and "md127" in row(True).detail
+    assert row(False).outcome is Outcome.ERROR and row(False).detail.startswith("the fault was not seen: no md")
+    assert row(None).outcome is Outcome.ERROR and "records no 'fault_seen'" in row(None).detail
+    assert row(False, "error").outcome is Outcome.ERROR             # the run's own outcome: error, its reason shown
 
 
 def test_evidence_that_is_not_a_run_directory_is_bad_input(tmp_path, capsys):

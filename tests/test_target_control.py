@@ -49,9 +49,10 @@ def test_pull_and_restore_call_the_executable_and_are_recorded(tmp_path):
     m.inject()
     said = methods.restore_from_record(record, methods.Env(runner))
     assert "drive-restore SAFE1" in said
-    assert (tmp_path / "calls").read_text().splitlines() == ["status", "drive-pull SAFE1", "drive-restore SAFE1"]
+    assert (tmp_path / "calls").read_text().splitlines() == ["status", "drive-pull SAFE1", "status",
+                                                            "drive-restore SAFE1"]
     names = [json.loads(line)["name"] for line in (run.path / "commands.jsonl").read_text().splitlines()]
-    assert len([n for n in names if n.endswith("target-control")]) == 3
+    assert len([n for n in names if n.endswith("target-control")]) == 4
 
 
 def test_a_drive_without_redundancy_left_is_refused_from_status(tmp_path):
@@ -75,8 +76,22 @@ def test_link_down_uses_port_down_and_port_up(tmp_path):
     assert m.plan()[0].endswith("--switch leaf1 port-down eth4 (status JSON checked first)")
     m.inject()
     methods.restore_from_record(m.restore_record(), env)
-    assert (tmp_path / "calls").read_text().splitlines() == ["--switch leaf1 port-down eth4",
+    assert (tmp_path / "calls").read_text().splitlines() == ["--switch leaf1 port-down eth4", "--switch leaf1 status",
                                                             "--switch leaf1 port-up eth4"]
+
+
+def test_an_exit_0_is_not_proof_the_status_after_the_call_must_show_the_drive_absent_or_the_port_down(tmp_path):
+    # the review's noop-hook: says yes to everything, changes nothing - its pull was taken as done
+    noop = method(tmp_path, Runner(), serial="SAFE1")
+    noop.inject()
+    assert noop.observed == []
+    pulled = {**STATUS, "drives": [{**STATUS["drives"][0], "present": False}], "ports": [{"port": "eth4", "up": False}]}
+    real = method(tmp_path, Runner(), serial="SAFE1")
+    assert real.effect(pulled) == ["target-control status after the pull: drive SAFE1 present false"]
+    link = methods.choose(methods.Env(Runner()), {"kind": "link-down", "via": "command", "target_port": "eth4",
+                                                 "command": [str(hook(tmp_path))]})
+    assert link.effect(STATUS) == [] and link.effect(pulled) == ["target-control status after port-down: port eth4 "
+                                                                 "up false"]
 
 
 def test_missing_executable_or_argument_is_not_runnable(tmp_path):

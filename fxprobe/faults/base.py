@@ -58,6 +58,7 @@ class Method(Undo):
     def __init__(self, env: Env, fault: dict):
         self.env = env
         self.fault = fault
+        self.observed: list[str] = []      # what the method itself saw the fault do (faults.seen takes it)
 
     @property
     def target(self) -> str:
@@ -78,6 +79,11 @@ class Method(Undo):
 
     def inject(self) -> None:
         raise NotImplementedError
+
+    def load_nics(self, live_paths: list[dict]) -> set[str]:
+        """The interfaces this fault cuts that carry one of ``live_paths`` (the load's, before the fault): a
+        netlink DOWN of one of them shows a link fault happened (faults.seen); none by default."""
+        return set()
 
 
 def _need(fault: dict, key: str, what: str) -> object:

@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from fxprobe.core.errors import BadInput, ToolError
+from fxprobe.core.errors import BadInput, FxprobeError, ToolError
 from fxprobe.faults.base import Method
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -167,6 +167,22 @@ class TargetControl(Method):
             call(self.env.runner, self.argv(DO[self.kind]), hook_env(self.lab_name), f"{DO[self.kind]} {target}")
         finally:
             reread(self.env)
+        try:
+            self.observed = self.effect(self.status())
+        except FxprobeError as exc:             # the fault is judged on what else was seen (faults.seen)
+            self.env.say(f"target-control status after {DO[self.kind]} {target}: {exc}")
+
+    def effect(self, status: dict) -> list[str]:
+        """What the executable's status says the fault did (an exit 0 alone is not proof): the drive absent, the
+        port down; [] when its status shows neither (faults.seen then looks for other evidence)."""
+        if self.kind == "drive-pull":
+            drive = find_drive(status, self.target)
+            return [f"target-control status after the pull: drive {self.target} present false"] \
+                if drive is not None and drive.get("present") is False else []
+        port = next((p for p in status.get("ports", []) if isinstance(p, dict)
+                     and str(p.get("port")) == self.target), None)
+        return [f"target-control status after port-down: port {self.target} up false"] \
+            if port is not None and port.get("up") is False else []
 
 
 def reread(env) -> None:

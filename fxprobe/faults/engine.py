@@ -20,6 +20,7 @@ from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
 from fxprobe.faults import analysis, labprep, methods, orphans, overrun, plot, timeline
 from fxprobe.faults import rebuild as rebuild_mod
+from fxprobe.faults import seen as seen_mod
 from fxprobe.faults import verify as verify_mod
 from fxprobe.faults.completions import Completions, longest_gap
 from fxprobe.faults.journal import Journal
@@ -28,7 +29,7 @@ from fxprobe.faults.scenario import LINK_KINDS, Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.tools import fio_status, procs
+from fxprobe.tools import fio_status, nvme_sysfs, procs
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
 from fxprobe.host.safety import TargetCheck, check_load_target
@@ -186,6 +187,7 @@ class Site:
         self.env = env
         self.host, self.array_host = LOCAL, LOCAL     # the node running the load, the array's node
         self.device = ""                               # what the load reads
+        self.nqn = ""                                  # the load's NVMe subsystem (host: "" when it has none)
         self.live: list[dict] = []                     # live paths of the load's subsystem before the fault
         self.timeouts: dict = {}
         self.prepared: list[str] = []                  # what preparing the site did
@@ -193,12 +195,17 @@ class Site:
 
     def prepare(self, scenario: Scenario, remember) -> None:
         self.device = scenario.load["target"]
+        # the load's NVMe subsystem (fault.nqn, else the one holding the load's device; "" for none): its paths
+        # are sampled and must show a link fault (faults.seen)
+        self.nqn = scenario.fault.get("nqn") or nvme_sysfs.subsystem_of(self.device) or ""
+        self.live = [c.to_dict() for c in nvme_sysfs.controllers() if self.nqn and c.subsysnqn == self.nqn
+                     and c.state == "live"]
 
     def read_timeouts(self, scenario: Scenario) -> None:
         self.timeouts = advice_mod.read_timeouts(scenario.fault.get("nqn"))
 
     def start_sampling(self, runner: Runner, scenario: Scenario, sample_s: float, background: list) -> None:
-        self._sampler = timeline.Sampler(timeline.local_snapshot(scenario.fault.get("nqn")), sample_s).start()
+        self._sampler = timeline.Sampler(timeline.local_snapshot(self.nqn), sample_s).start()
 
     def stop_sampling(self) -> list:
         """Stop the sampler (at once, also when a step failed); returns what it saw."""
@@ -287,6 +294,7 @@ class FaultRun:
         self.overrun: overrun.Overrun | None = None    # the load hung past its planned end (faults.overrun)
         self.rebuilt = None                            # the md rebuild after a drive pull (faults.rebuild)
         self.md_before: set[str] = set()               # md arrays degraded or rebuilding when the fault came
+        self.seen: seen_mod.Seen | None = None         # the fault's effect observed in its window (faults.seen)
         self.watch = LoadWatch(options.status)         # the live status line and metrics of the load
 
     def remember(self, record: dict) -> None:
@@ -436,6 +444,17 @@ class FaultRun:
         self.inject_requested_t = self.inject_t
         if isinstance(self.method, methods.LabDrivePull):
             self.inject_t = drive_gone_instant(self.events, self.inject_t, self.deleted_t)
+        self.seen = self.observe_fault()
+
+    def observe_fault(self) -> "seen_mod.Seen | None":
+        """Whether the fault's effect was observed in its window (faults.seen); said when it was not."""
+        lab = self.env.lab is not None
+        seen = seen_mod.observe(self.scenario.kind, self.inject_requested_t, self.restore_t, self.samples,
+                                self.events, "array" if lab else "local", self.env.load_host if lab else "local",
+                                self.method.load_nics(self.site.live), list(self.method.observed))
+        if seen is not None:
+            self.say(f"fault seen: {'; '.join(seen.evidence)}" if seen.seen else seen.criterion().detail)
+        return seen
 
     def read_back(self) -> "verify_mod.VerifyResult":
         """The load's own verify pass; when it wrote, the whole region read back after the restore (and, after a
@@ -506,6 +525,7 @@ class FaultRun:
                                   judged_end_ms=self.to_node_ms(self.restore_t + scenario.timing["recover_s"] + 2))
         self.rebuilt = self.observe_rebuild(done, impact)
         criteria = analysis.criteria(impact, scenario.criteria) + [verify_mod.criterion(self.verified)]
+        criteria += [self.seen.criterion()] if self.seen is not None else []
         criteria += rebuild_mod.criteria(self.rebuilt, scenario.criteria) if self.rebuilt else []
         if self.overrun is not None:
             criteria.append(self.overrun.criterion())
@@ -557,6 +577,7 @@ class FaultRun:
         self.rebuilt = None
         criteria = analysis.criteria(impact, self.scenario.criteria) + [verify_mod.criterion(self.verified),
                                                                          self.overrun.criterion()]
+        criteria += [self.seen.criterion()] if self.seen is not None else []
         return self.results(impact, criteria, None, None)
 
     def plot(self, iops, impact, word: str):
@@ -583,6 +604,7 @@ class FaultRun:
             "failed_criteria": [c.name for c in criteria if c.outcome == Outcome.FAIL],
             "criteria": [c.to_dict() for c in criteria],
             "impact": impact.to_dict(), "verify": self.verified.to_dict(),
+            "fault_seen": self.seen.to_dict() if self.seen is not None else None,
             "errors_timeline": [list(p) for p in analysis.error_series(self.fio_out)],
             "clock": {"offset_s": self.offset, "uncertainty_s": self.offset_err},
             "instants": {"load_start_ms": self.load_start_ms,

@@ -232,6 +232,11 @@ class LabLink(Method):
     def inject(self) -> None:
         lab_set_link(self.env.lab, self.n, self.env.load_host, False)
 
+    def load_nics(self, live_paths: list[dict]) -> set[str]:
+        link = self.env.lab.link(self.n, self.env.load_host)
+        carried = [p for p in live_paths if f"traddr={link.array_ip}," in (p.get("address") or "") + ","]
+        return {link.host_nic} if carried else set()
+
 
 class LabLinkFlap(LabLink):
     kind = "link-flap"
@@ -517,6 +522,10 @@ class NetlinkLink(Method):
 
     def inject(self) -> None:
         set_link_state(self.interface, "down")
+
+    def load_nics(self, live_paths: list[dict]) -> set[str]:
+        carried = [p for p in live_paths if _routes_via(p.get("address") or "", self.interface)]
+        return {self.interface} if carried else set()
 
 
 def _routes_via(address: str, interface: str) -> bool:

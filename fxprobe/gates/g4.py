@@ -9,6 +9,8 @@ What a fault run records (the producers' typed fields: :class:`fxprobe.faults.an
     impact.throughput_pct    fault window vs the steady state before   >= g4.fault_throughput_min_pct (50 %)
     impact.p99_ratio         p99 in the fault window / p99 before      <= g4.fault_p99_ratio_max (10 x)
     load_hung                the load ended by its planned end + grace (null: it did)
+    fault_seen.seen          the fault's effect observed in its window (faults.seen: md degraded, the drive
+                             removed, a load path not live, a link carrying one down): else ERROR, never judged
     scenario.timing.fault_s  how long the fault lasted                >= g4.fault_window_min_s (30 s)
     scenario.timing.recover_s  load judged after the restore           >= g4.fault_recover_min_s (30 s)
     verify.plan.region_bytes the region laid out, loaded and verified  >= g4.fault_region_min_mib (1024 MiB)
@@ -66,12 +68,29 @@ def _ended(name: str, run: RunRecord) -> Criterion:
                      f"and stopped ({hung.get('stopped', '?') if isinstance(hung, dict) else '?'})", run.evidence)
 
 
+def _seen(name: str, run: RunRecord) -> Criterion:
+    """The run observed its fault's effect in the fault window (faults.seen): else its figures show no fault."""
+    seen = run.get("fault_seen")
+    if seen is MISSING or not isinstance(seen, dict):
+        return Criterion(name, Outcome.ERROR, None, "yes", "==", "", f"{run.evidence} records no 'fault_seen': the "
+                         "run did not check that its fault happened (an fxprobe before that check)", run.evidence)
+    if seen.get("seen") is True:
+        return Criterion(name, Outcome.PASS, "yes", "yes", "==", "", "; ".join(map(str, seen.get("evidence") or [])),
+                         run.evidence)
+    return Criterion(name, Outcome.ERROR, "no", "yes", "==", "", f"the fault was not seen: no "
+                     f"{seen.get('looked_for', '?')} in its window", run.evidence)
+
+
 def fault_units(what: str, requirement: Requirement) -> tuple:
     """The invisibility criteria of one fault kind ("drive pull", "link cut"), each against a [g4] threshold."""
     def ended(evidence: Evidence, config: GateConfig) -> list[Criterion]:
         return _per_run(f"{what}: load ended by its planned end", requirement, evidence, _ended, "yes", "==")
 
+    def seen(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+        return _per_run(f"{what}: fault seen in its window", requirement, evidence, _seen, "yes", "==")
+
     return (
+        Judge(f"{what}: fault seen in its window", (), seen),
         Check(f"{what}: fault lasted (timing.fault_s)", requirement, "scenario.timing.fault_s", ">=",
               "fault_window_min_s", unit="s"),
         Check(f"{what}: load judged after the restore (timing.recover_s)", requirement, "scenario.timing.recover_s",

@@ -165,6 +165,12 @@ def subsystems() -> list[SysSubsystem]:
     return result
 
 
+def subsystem_of(device: str) -> str | None:
+    """The NQN of the NVMe subsystem holding the block device ``device`` (/dev/nvme1n1); None for any other."""
+    name = device.rsplit("/", 1)[-1]
+    return next((s.nqn for s in subsystems() if name in s.namespaces), None)
+
+
 def write_attribute(rel: str, value: str) -> None:
     """Write a controller/subsystem attribute (fast_io_fail_tmo, iopolicy); OSError names the path."""
     target = sysfs.path(rel)

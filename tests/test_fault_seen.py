@@ -1,0 +1,57 @@
+"""A fault counts only when its effect was observed in its window (faults.seen): the rehearsal's real drive pull and
+link cut are seen; the same runs with the effect taken out - a hook that changed nothing, a cut of an interface
+that carried none of the load's paths - are not, and the run's verdict is an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fxprobe.core.verdict import Outcome
+from fxprobe.faults import seen
+from fxprobe.faults.analysis import verdict_word
+from fxprobe.faults.command import OUTCOME_OF_VERDICT
+from fxprobe.faults.timeline import Sample
+
+REHEARSAL = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
+
+
+def recorded(name: str) -> tuple[float, float, list, list]:
+    """A captured fault run's window (inject request, restore), its samples and its events, on the local clock."""
+    data = json.loads((REHEARSAL / name / "results.json").read_text())
+    offset = data["clock"]["offset_s"]
+    start = data["instants"]["inject_requested_ms"] / 1000 - offset
+    restore = data["instants"]["restore_ms"] / 1000 - offset
+    samples = [Sample(c["t"], c["paths"], c["md"]) for c in data["timeline"]["changes"]]
+    return start, restore, samples, data["timeline"]["events"]
+
+
+def test_the_rehearsal_s_drive_pull_is_seen_and_the_same_run_with_nothing_happening_is_not():
+    start, restore, samples, events = recorded("05-fault-drive-pull")
+    found = seen.observe("drive-pull", start, restore, samples, events, "array", "host1", set(), [])
+    assert found.seen and found.criterion().outcome is Outcome.PASS
+    assert found.evidence[0] == "md127 raid6 [22/21] [_UUUUUUUUUUUUUUUUUUUUU] at +0.5 s"
+    assert any(e.startswith("block nvme0n1 removed on array") for e in found.evidence)
+    nothing = [s for s in samples if "_" not in str(s.md)]                   # md clean throughout, no removal
+    missed = seen.observe("drive-pull", start, restore, nothing, [e for e in events if e.get("action") != "remove"],
+                          "array", "host1", set(), [])
+    item = missed.criterion()
+    assert not missed.seen and item.outcome is Outcome.ERROR and item.detail.startswith("the fault was not seen: no md")
+    assert verdict_word([item]) == "error" and OUTCOME_OF_VERDICT["error"] is Outcome.ERROR
+    hooked = seen.observe("drive-pull", start, restore, nothing, [], "array", "host1", set(),
+                          ["target-control status after the pull: drive 3 present false"])
+    assert hooked.seen
+
+
+def test_the_rehearsal_s_link_cut_is_seen_and_a_cut_of_an_interface_carrying_no_load_path_is_not():
+    start, restore, samples, events = recorded("06-fault-link-down-tuned")
+    found = seen.observe("link-down", start, restore, samples, events, "array", "host1", {"l1"}, [])
+    assert found.seen and any(e.startswith("load path nvme0 resetting at +") for e in found.evidence)
+    assert any(e.startswith("l1 down on host1 at +") for e in found.evidence)
+    live = [Sample(s.t, {name: "live" for name in s.paths}, s.md) for s in samples]   # the paths never left live
+    unrelated = seen.observe("link-down", start, restore, live, events, "array", "host1", set(), [])
+    assert not unrelated.seen and "(none found)" in unrelated.criterion().detail
+    assert seen.observe("link-down", start, restore, live, events, "array", "host1", {"l1"}, []).seen
+    late = seen.observe("link-down", start, start + 0.5, samples, [], "array", "host1", set(), [])
+    assert not late.seen                                                      # a path lost only after the window
+    assert seen.observe("corrupt", start, restore, samples, events, "array", "host1", set(), []) is None
