@@ -47,7 +47,9 @@ def test_defaults_are_filled_in():
     # impossible inputs (issue 13): NaN/inf, negatives, zero counts
     (MINIMAL + "[timing]\nfault_s = nan\n", "timing.fault_s", "must be a finite number"),
     (MINIMAL + "[timing]\nrecover_s = inf\n", "timing.recover_s", "must be a finite number"),
-    (MINIMAL + "[timing]\nfault_s = -1\n", "timing.fault_s", "must be >= 0"),
+    (MINIMAL + "[timing]\nfault_s = -1\n", "timing.fault_s", "must be > 0"),
+    (MINIMAL + "[timing]\nfault_s = 0\n", "timing.fault_s", "must be > 0 (got 0)"),      # injected, restored at once
+    (MINIMAL + "[timing]\nrecover_s = -1\n", "timing.recover_s", "must be >= 0"),
     (MINIMAL + "[criteria]\nmax_stall_s = nan\n", "criteria.max_stall_s", "must be a finite number"),
     (MINIMAL + "[criteria]\nmin_throughput_pct = 150\n", "criteria.min_throughput_pct", "must be <= 100"),
     (MINIMAL + "[criteria]\nmax_errors = 0.5\n", "criteria.max_errors", "expected a whole number"),

@@ -44,6 +44,7 @@ Rw = Literal["randread", "read", "randwrite", "write", "randrw", "rw"]
 IoPolicy = Literal["", "numa", "round-robin", "queue-depth"]
 MAX_SPAN_S = 3600 * 72
 Span = Annotated[float, Field(ge=0, le=MAX_SPAN_S)]
+LastingSpan = Annotated[float, Field(gt=0, le=MAX_SPAN_S)]     # a fault of 0 s is injected and restored at once
 Text = Annotated[str | None, Field(min_length=1)]
 
 
@@ -106,8 +107,10 @@ class FaultTable(InputModel):
 class TimingTable(InputModel):
     steady_s: Span = _help("load before the fault (the pre-fault steady state)", default=10.0)
     settle_s: Span = _help("start of the load discarded as warm-up", default=2.0)
-    fault_s: Span = _help("how long the fault lasts", default=10.0)
-    recover_s: Span = _help("load kept running after the restore", default=10.0)
+    fault_s: LastingSpan = _help("how long the fault lasts (G4 judges a run against gates.toml "
+                                 "g4.fault_window_min_s)", default=10.0)
+    recover_s: Span = _help("load kept running after the restore, and judged: a stall is looked for until "
+                            "recover_s + 2 s after it (G4: g4.fault_recover_min_s)", default=10.0)
     rebuild_s: Span = _help("drive pulls: after the restore the load keeps running while md rebuilds the returned "
                             "drive(s), until the rebuild ends or this many seconds after the restore (the bound, "
                             "printed); 0: the rebuild is not observed", default=300.0)
