@@ -51,7 +51,7 @@ def test_a_killed_run_is_an_error_not_a_missing_run(tmp_path):
     assert recorded["outcome"] == "error" and recorded["reason"] == DID_NOT_FINISH and recorded["exit_code"] is None
     verdict = GATES["g4"].evaluate(Evidence.from_paths([run.path]), load_config(None))
     soak = [c for c in verdict.criteria if c.name.startswith("soak")]
-    assert [c.outcome for c in soak] == [Outcome.ERROR] * 3 and "did not finish" in soak[0].detail
+    assert [c.outcome for c in soak] == [Outcome.ERROR] * 4 and "did not finish" in soak[0].detail
 
 
 def test_an_errored_run_counts_for_every_requirement_it_could_have_fed(tmp_path):

@@ -89,10 +89,13 @@ def test_gates_over_the_captured_rehearsal_judge_every_criterion(tmp_path):
             verdict = gate.evaluate(Evidence.from_paths(steps), config)
             # the captured rehearsal predates the fault-seen check: its fault runs record no fault_seen, which G4
             # reads as an ERROR (tests/test_fault_seen.py finds both faults seen in their own recorded timelines)
+            # and its soak predates the monotonic clock: no coverage_clock, an ERROR too
+            older = (": fault seen in its window", "soak covered time on the monotonic clock")
             assert [c.line() for c in verdict.criteria if c.outcome is Outcome.ERROR
-                    and not c.name.endswith(": fault seen in its window")] == []
-            seen = [c for c in verdict.criteria if c.name.endswith(": fault seen in its window")]
-            assert all("records no 'fault_seen'" in c.detail for c in seen)
+                    and not c.name.endswith(older)] == []
+            seen = [c for c in verdict.criteria if c.name.endswith(older)]
+            assert all("records no 'fault_seen'" in c.detail or "records no 'coverage_clock'" in c.detail
+                       for c in seen)
     # and renaming a field in a copy of a producer's folder turns that criterion into ERROR
     soak = tmp_path / "04-soak"
     shutil.copytree(CAPTURED / "04-soak", soak)

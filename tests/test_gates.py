@@ -47,7 +47,7 @@ def full_evidence(base) -> list[Path]:
         fake_run(base, "run", produced_multi_node(8, 0.9306, 98e9)),
         fake_run(base, "run", {"workload": {"direction": "read", "nodes": ["host1"],      # single node: not G3
                                             "fraction_of_ceiling": 0.5}}),
-        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [], "stall_s": 5.0,
+        fake_run(base, "soak", {"duration_s": 72 * 3600 + 5, "interruptions": [], "stall_s": 5.0, "coverage_clock": "monotonic",
                                 "verdict": {"name": "soak", "criteria": [verified(gib="812.250")]}}),
         fake_run(base, "fault run", produced_fault("drive-pull")),
         fake_run(base, "fault run", produced_fault("link-down")),
@@ -231,6 +231,18 @@ def test_g4_fails_a_soak_whose_stall_limit_would_hide_stalls_printing_its_limit_
     assert row(5.0).outcome is Outcome.PASS and row(2.5).outcome is Outcome.PASS
     assert row(None).outcome is Outcome.ERROR and "no field 'stall_s'" in row(None).detail
     assert row(30.0, parse_config("[g4]\nsoak_stall_max_s = 30\n", "gates.toml")).outcome is Outcome.PASS
+
+
+def test_g4_errors_on_a_soak_whose_covered_time_was_counted_on_the_wall_clock(tmp_path):
+    # the review's soak-clockjump: records with fio's wall-clock stamps only - a +71 h step gave 72 h of "load"
+    def row(clock):
+        results = {"duration_s": 72 * 3600 + 5, "interruptions": [], "stall_s": 5.0}
+        soak = fake_run(tmp_path, "soak", {**results, "coverage_clock": clock} if clock else results)
+        verdict = GATES["g4"].evaluate(Evidence.from_paths([soak]), load_config(None))
+        return {c.name: c for c in verdict.criteria}["soak covered time on the monotonic clock"]
+    assert row("monotonic").outcome is Outcome.PASS
+    assert row("wall").outcome is Outcome.ERROR and "counted its covered time on the wall clock" in row("wall").detail
+    assert row(None).outcome is Outcome.ERROR and "records no 'coverage_clock'" in row(None).detail
 
 
 def test_g4_fails_a_fault_run_whose_window_recovery_or_region_is_below_its_minimums(tmp_path):

@@ -28,7 +28,7 @@ def evidence(base, link_errors=0) -> list[Path]:
                            "measured": link_errors, "threshold": 0, "comparator": "<="}]}
     return [
         selftest(base),
-        fake_run(base, "soak", {"duration_s": 60.0, "interruptions": [], "stall_s": 5.0,
+        fake_run(base, "soak", {"duration_s": 60.0, "interruptions": [], "stall_s": 5.0, "coverage_clock": "monotonic",
                                 "verdict": {"name": "soak", "criteria": [{"name": "interruptions", "outcome": "pass",
                                                                           "measured": 0, "threshold": 0}]}}),
         fake_run(base, "fault run", {**produced_fault("link-down", errors=link_errors, scenario="link-down"),

@@ -152,7 +152,7 @@ def lab_scaled_evidence(base: Path) -> tuple[list[Path], Path]:
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.96, "mean_bps": 0.0192e9},
                                            "port_speed_bps": 0.02e9, "interface": "l1"}),
         fake_run(base, "run", produced_multi_node(2, 0.004)),
-        fake_run(base, "soak", {"duration_s": 30.5, "interruptions": [], "stall_s": 5.0, "verdict": {"name": "soak", "criteria": [
+        fake_run(base, "soak", {"duration_s": 30.5, "interruptions": [], "stall_s": 5.0, "coverage_clock": "monotonic", "verdict": {"name": "soak", "criteria": [
             VERIFIED]}}),
         fake_run(base, "fault run", produced_fault("drive-pull", stall_s=0.0, throughput_pct=61.0)),
         fake_run(base, "fault run", produced_fault("link-down", stall_s=4.2, throughput_pct=78.0, verdict="visible",

@@ -87,6 +87,7 @@ def test_a_forward_clock_step_is_a_clock_interruption_and_never_covered_load():
     assert verdict["interruptions"].outcome.value == "fail" and "clock 1" in verdict["interruptions"].detail
     honest = summarize(_hour_of_load(step_at=None))
     assert round(honest.duration_s) == 3600 and not honest.interruptions and not honest.notes
+    assert honest.coverage_clock == stepped.coverage_clock == "monotonic"
     small = summarize(_hour_of_load(step_at=1800, step_s=1.5))          # within CLOCK_STEP_S: NTP territory
     assert not small.interruptions
 
@@ -94,3 +95,4 @@ def test_a_forward_clock_step_is_a_clock_interruption_and_never_covered_load():
 def test_records_without_a_monotonic_clock_say_their_coverage_is_on_the_wall_clock():
     records = [start(), {"type": "segment", "seg": 1, "ts": 100.0}, sample(1, 100.5, 10), sample(1, 110.0, 99)]
     assert any("counted on the wall clock" in note for note in summarize(records).notes)
+    assert summarize(records).coverage_clock == "wall"         # G4 errors on it (tests/test_gates.py)

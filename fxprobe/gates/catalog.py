@@ -50,7 +50,7 @@ from fxprobe.faults.scenario import LINK_KINDS
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Requirement, errored
 from fxprobe.gates.g3 import G3
-from fxprobe.gates.g4 import fault_units
+from fxprobe.gates.g4 import fault_units, soak_clock
 from fxprobe.core.kernel import NET_CLASS
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, combine, deciding_places, exact, format_fixed, format_number
@@ -336,6 +336,7 @@ G4 = Gate("g4", "stability and sign-off", checks=(
           context=(("load covered s", "duration_s"), ("planned s", "planned_s"), ("profile", "profile"))),
     Check("soak interruptions", SOAK, "interruptions", "<=", "interruptions_max", count=True),
     Check("soak stall limit (--stall)", SOAK, "stall_s", "<=", "soak_stall_max_s", unit="s"),
+    soak_clock(SOAK),
     *fault_units("drive pull", DRIVE_FAULT),
     *fault_units("link cut", LINK_FAULT),
 ), extras=(Judge(DATA_NAME, ("data_mismatches_max",), data_verified_criteria),

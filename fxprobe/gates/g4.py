@@ -19,6 +19,9 @@ A fault shorter than the hosts' failover, a load watched for only a moment after
 when the path comes back is judged only within timing.recover_s + 2 s of it) or a region an array's cache holds
 whole can make any fault look invisible: G4 prints each run's own figure beside these minimums and fails a run below.
 
+A soak's ``coverage_clock`` must be "monotonic" (soak.summary: covered time counted on the monotonic clock of each
+receipt, never a wall-clock step); a soak without it is an ERROR, its duration not evidence.
+
 (The data each fault run read back is judged with the soak's in G4's one "data verified" row, gates.catalog.)
 
 The thresholds are the gate's, not the scenario file's: a scenario written with laxer criteria cannot make a fault
@@ -79,6 +82,28 @@ def _seen(name: str, run: RunRecord) -> Criterion:
                          run.evidence)
     return Criterion(name, Outcome.ERROR, "no", "yes", "==", "", f"the fault was not seen: no "
                      f"{seen.get('looked_for', '?')} in its window", run.evidence)
+
+
+SOAK_CLOCK_NAME = "soak covered time on the monotonic clock"
+
+
+def _soak_clock(name: str, run: RunRecord) -> Criterion:
+    """A soak's covered time counts only on the monotonic clock it recorded at each receipt: counted on the wall
+    clock (records without it), a clock step forward (date -s, an NTP step) would count as hours of load."""
+    clock = run.get("coverage_clock")
+    if clock == "monotonic":
+        return Criterion(name, Outcome.PASS, "monotonic", "monotonic", "==", "", "each sample received on the "
+                         "monotonic clock; a wall-clock step is a 'clock' interruption", run.evidence)
+    said = "records no 'coverage_clock'" if clock is MISSING else f"counted its covered time on the {clock} clock"
+    return Criterion(name, Outcome.ERROR, None if clock is MISSING else str(clock), "monotonic", "==", "",
+                     f"{run.evidence} {said} (an fxprobe before the monotonic clock): a wall-clock step would have "
+                     "counted as load, so its duration is not evidence", run.evidence)
+
+
+def soak_clock(requirement: Requirement) -> Judge:
+    def judge(evidence: Evidence, config: GateConfig) -> list[Criterion]:
+        return _per_run(SOAK_CLOCK_NAME, requirement, evidence, _soak_clock, "monotonic", "==")
+    return Judge(SOAK_CLOCK_NAME, (), judge)
 
 
 def fault_units(what: str, requirement: Requirement) -> tuple:

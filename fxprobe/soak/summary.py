@@ -47,6 +47,7 @@ class SoakSummary:
     verify_problems: tuple[str, ...] = ()
     unreadable: int = 0             # blocks the read-back pass could not read (I/O errors)
     readback_coverage: str = ""     # 'the read-back read X of Y MiB'
+    coverage_clock: str = "monotonic"   # the clock covered time was counted on ("wall": records without monotonic)
 
     MAX_NOTES = 20
 
@@ -258,7 +259,8 @@ def summarize(records: list) -> SoakSummary:
     if start is None:
         raise ParseError(RECORDS, "start", "no start record: not a soak record file")
     covered = sum(s["last"] - s["start"] for s in tally.segments.values() if s["last"] is not None)
-    if any(not s["mono"] for s in tally.segments.values()) and len(tally.notes) < SoakSummary.MAX_NOTES:
+    wall = any(not s["mono"] for s in tally.segments.values())
+    if wall and len(tally.notes) < SoakSummary.MAX_NOTES:
         tally.notes.append("covered time counted on the wall clock: these records carry no monotonic clock "
                            "(written by an fxprobe before it recorded one), so a clock step would count as load")
     return SoakSummary(
@@ -270,4 +272,4 @@ def summarize(records: list) -> SoakSummary:
         health_samples=tally.health, nvme_temp_max_c=tally.temps, stall_s=start.stall_s, sample_s=start.sample_s,
         completed=tally.end is not None, end_reason=tally.end.reason if tally.end else "",
         first_sample=tally.first, last_sample=tally.last, notes=tuple(tally.notes),
-        unmonitored_s=tally.unmonitored_s(), **tally.verification())
+        unmonitored_s=tally.unmonitored_s(), coverage_clock="wall" if wall else "monotonic", **tally.verification())
