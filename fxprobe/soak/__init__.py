@@ -16,6 +16,8 @@ Interruptions (kind, start, end, detail), decided by :class:`.monitor.Monitor`:
              load is restarted for the remaining time, leftover job processes are stopped)
   path-lost  an NVMe controller that was live is not (or vanished); ends when it is live again
   gap        fxprobe itself was not running (crash, kill -9) until ``--resume``
+  clock      the wall clock moved more than CLOCK_STEP_S (2 s) away from the monotonic clock between two
+             receipts (date -s, an NTP step); covered time is counted on the monotonic clock, never the wall's
 
 Evidence: ``soak.jsonl`` in the run directory, append-only JSON lines, each flushed and
 fsync'd, so a crash loses nothing already written (:mod:`.records`); ``soak-state.json``
