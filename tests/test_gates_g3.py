@@ -104,7 +104,8 @@ def test_g3_from_a_run_directory_and_rejudged_by_gate_all(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 3                                    # G1/G2/G4 have no evidence: not run
     assert "c8 throughput gain (band low): 28.9 % (need >= 28.0 %" in out
-    assert "G1 delivery acceptance (wide): NOT RUN - no selftest run among the evidence" in out   # names its file
+    assert "G1 delivery acceptance (custom thresholds): NOT RUN - no selftest run among the evidence" in out
+    assert "CUSTOM g3.throughput_gain_min_pct = 28 (the buyer's 29)" in out            # each departure named
 
 
 def test_g3_with_only_a_candidate_is_bad_input(tmp_path, capsys):
@@ -181,7 +182,7 @@ def test_results_that_are_not_one_workload_are_not_compared(tmp_path, capsys):
         fxprobe(tmp_path, "gate", "g3", "--candidate", str(tmp_path / "cand.json"), "--baseline",
                 str(tmp_path / "base.json"), "--config", str(_one_level(tmp_path, 16)))
         out = capsys.readouterr().out
-        assert "G3 main joint test (one-level): NOT RUN" in out and words in out, (name, out)
+        assert "G3 main joint test (custom thresholds): NOT RUN" in out and words in out, (name, out)
         assert "PASS    c16" not in out and "TTFT p50 reduction" not in out, (name, out)
     (tmp_path / "base.json").write_text(json.dumps(honest))
     fxprobe(tmp_path, "gate", "g3", "--candidate", str(tmp_path / "cand.json"), "--baseline",

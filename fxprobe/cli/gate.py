@@ -38,7 +38,12 @@ def _single(app, name: str, evidence_paths, config_path, arrays: str | None = No
     verdict = GATES[name].evaluate(evidence, config)
     run = app.new_run(f"gate {name}")
     return finish(app, run, f"gate {name}", _results(verdict, config, evidence_paths),
-                  verdict_lines(verdict), verdict.outcome)
+                  heading(config) + verdict_lines(verdict), verdict.outcome)
+
+
+def heading(config) -> list[str]:
+    """Above a gate's lines: every value of a custom thresholds file that departs from the buyer's defaults."""
+    return config.scale_lines() if config.custom else []
 
 
 def _results(verdict: Verdict, config, evidence_paths) -> dict:
@@ -99,7 +104,7 @@ def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths,
     run = app.new_run("gate g2")
     verdict, extra = g2_lib.evaluate_g2(run, loaded, ref, evidence, config)
     return finish(app, run, "gate g2", {**_results(verdict, config, evidence_paths), **extra},
-                  verdict_lines(verdict), verdict.outcome)
+                  heading(config) + verdict_lines(verdict), verdict.outcome)
 
 
 @gate.command(name="g3")
@@ -122,7 +127,7 @@ def g3(app, candidates, baselines, evidence_paths, config_path):
     run = app.new_run("gate g3")
     verdict, results = evaluate_g3(run, cand_loaded, base_loaded, evidence, config)
     return finish(app, run, "gate g3", {**_results(verdict, config, evidence_paths), **results},
-                  verdict_lines(verdict), verdict.outcome)
+                  heading(config) + verdict_lines(verdict), verdict.outcome)
 
 
 @gate.command(name="all")

@@ -355,7 +355,8 @@ def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, 
     from fxprobe.core.verdict import combine
     from fxprobe.gates.engine import summary_row, verdict_lines
     verdicts = evaluate_all(Evidence.from_paths(evidence_paths), config)
-    human = [f"gate table ({config.source}):"] + ["  " + summary_row(v) for v in verdicts]
+    human = [f"gate table ({config.source}):"] + (config.scale_lines() if config.custom else [])
+    human += ["  " + summary_row(v) for v in verdicts]
     for verdict in verdicts:
         human += verdict_lines(verdict)
     results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),

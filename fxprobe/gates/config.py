@@ -10,6 +10,12 @@ file may depart from the buyer's thresholds with a reason (``[scale.scaled]``, o
 departure named) or leave criteria out (``[scale.not_judged]``, one reason per threshold they are judged with):
 a buyer's or a vendor's gates.toml that names either is refused, so no criterion is dropped quietly. Every
 scaled value and every criterion left out is printed, with its reason, beside the gate it belongs to.
+
+Any other file (a ``./gates.toml`` picked up from the working directory too) whose values depart from the buyer's
+defaults is *custom*: each departure (key, the buyer's value, this value) is printed above the gate, beside each
+criterion judged with it (``CUSTOM g2.line_efficiency_min_pct = 60 (the buyer's 83)``) and in the gate run's
+``thresholds`` (``label`` "custom thresholds", ``custom``), its gates are named "(custom thresholds)", and a
+report over them is never ACCEPTED (PASSED WITH CUSTOM THRESHOLDS at best).
 """
 
 from __future__ import annotations
@@ -167,6 +173,27 @@ DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale"}
 BUYER: dict[str, float] = {f"{gate}.{key}": value for gate, table in DEFAULTS.items() for key, value in table.items()
                            if f"{gate}.{key}" in THRESHOLD_KEYS}     # the buyer's thresholds (docs/gates.md)
 NO_SCALE: dict = ScaleTable().model_dump()
+NAMES_ONLY = {"arrays", "trusted_signers"}      # name things the buyer adds (arrays, signers): never a departure
+CUSTOM = "custom thresholds"
+
+
+def _shown(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def departures(values: dict) -> list[tuple[str, object, object]]:
+    """(gate.key, the buyer's default, this value) for every value that differs from the buyer's defaults
+    (docs/gates.md): the thresholds, and G3's concurrency levels (fewer levels judge less)."""
+    out = []
+    for gate, table in DEFAULTS.items():
+        given = values.get(gate) if isinstance(values, dict) and isinstance(values.get(gate), dict) else {}
+        out += [(f"{gate}.{key}", default, given[key]) for key, default in table.items()
+                if key not in NAMES_ONLY and key in given and given[key] != default]
+    return out
+
+
+def departure_text(key: str, default, value) -> str:
+    return f"{key} = {_shown(value)} (the buyer's {_shown(default)})"
 
 
 @dataclass(frozen=True)
@@ -185,20 +212,35 @@ class GateConfig:
     def lab_scaled(self) -> bool:
         return bool(self.scale.get("lab_scaled"))
 
+    def departures(self) -> list[tuple[str, object, object]]:
+        """Every value that differs from the buyer's defaults: (gate.key, default, value)."""
+        return departures(self.values)
+
+    @property
+    def custom(self) -> bool:
+        """Not the buyer's and not declared lab-scaled: a file (./gates.toml too) that departs from the defaults."""
+        return not self.lab_scaled and bool(self.departures())
+
     def to_dict(self) -> dict:
         data = {"source": self.source, "lab_scaled": self.lab_scaled, "thresholds": self.values}
         if self.lab_scaled:
             data.update(scale=self.scale, notes=self.scale_lines())
+        elif self.custom:
+            data.update(label=CUSTOM, notes=self.scale_lines(), custom=[
+                {"key": key, "default": default, "value": value} for key, default, value in self.departures()])
         return data
 
     @property
     def label(self) -> str:
         """Which thresholds these are, in gate names: "" for the buyer's (gates.toml or the defaults), else the
         file's stem ("gates-lab"); a lab-scaled file is always named ("lab-scaled" if its stem is "gates"), so a
-        lab-scaled table never passes for the buyer's."""
+        lab-scaled table never passes for the buyer's, and a file departing from the buyer's defaults is always
+        "custom thresholds", whatever its name."""
         stem = Path(self.source).stem if self.source != "built-in defaults" else ""
         if self.lab_scaled:
             return "lab-scaled" if stem in ("", "gates") else stem
+        if self.custom:
+            return CUSTOM
         return "" if stem in ("", "gates") else stem
 
     def not_judged(self, gate: str, keys: tuple[str, ...]) -> str | None:
@@ -211,13 +253,23 @@ class GateConfig:
         return "; ".join(dict.fromkeys(left_out[name] for name in names))
 
     def scaled(self, gate: str, keys: tuple[str, ...]) -> list[str]:
-        """``SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): why`` for each of ``keys`` this file scaled."""
+        """``SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): why`` for each of ``keys`` this file scaled; in a
+        custom file ``CUSTOM g2.line_efficiency_min_pct = 60 (the buyer's 83)`` for each that departs."""
+        if self.custom:
+            names = {f"{gate}.{key}" for key in keys}
+            return [f"CUSTOM {departure_text(*d)}" for d in self.departures() if d[0] in names]
         reasons = self.scale.get("scaled") or {}
         return [f"SCALED {gate}.{key} = {self.get(gate, key):g} (the buyer's {BUYER[f'{gate}.{key}']:g}): "
                 f"{reasons[f'{gate}.{key}']}" for key in keys if f"{gate}.{key}" in reasons]
 
     def scale_lines(self) -> list[str]:
         """What this file is and every departure from the buyer's thresholds, one line each (none for the buyer's)."""
+        if self.custom:
+            found = self.departures()
+            return [f"CUSTOM thresholds ({self.source}), not the buyer's: {len(found)} value"
+                    f"{'s' * (len(found) != 1)} {'differ' if len(found) != 1 else 'differs'} from the buyer's defaults; a pass "
+                    "here is not an acceptance"] + \
+                [f"CUSTOM {departure_text(*d)}" for d in found]
         if not self.lab_scaled:
             return []
         lines = [f"LAB-SCALED thresholds ({self.source}), not the buyer's: {self.scale.get('why', '')}"]

@@ -8,7 +8,11 @@ The decision over one ``gate`` run (``gate all`` judges G1-G4 at once):
 - INCOMPLETE    no gate failed, but a gate is missing, not run or in error, or a pass rests on a figure
                 above its physical ceiling (a measurement artefact, see :mod:`fxprobe.report.ceilings`);
 - PASSED AT LAB SCALE   what would be ACCEPTED, judged with lab-scaled thresholds (``[scale] lab_scaled``):
-                never an acceptance, and the line says how many thresholds were scaled and criteria left out.
+                never an acceptance, and the line says how many thresholds were scaled and criteria left out;
+- PASSED WITH CUSTOM THRESHOLDS   what would be ACCEPTED, judged with values that depart from the buyer's
+                defaults (a ./gates.toml, any file): never an acceptance, and the line names each departure.
+
+ACCEPTED (or either PASSED) also needs every evidence folder the gate run read in the report, intact.
 
 A gate's deciding criterion: for a gate that failed, the failing criterion furthest from its threshold
 (relative to the threshold); for error / not run, the first such criterion; for a pass, the criterion
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
+from fxprobe.gates.config import CUSTOM, departure_text, departures
 from fxprobe.report.ceilings import artefact
 
 GATES = ("G1", "G2", "G3", "G4")
@@ -32,6 +37,7 @@ class Decision(str, enum.Enum):
     NOT_ACCEPTED = "NOT ACCEPTED"
     INCOMPLETE = "INCOMPLETE"
     LAB_PASS = "PASSED AT LAB SCALE"       # every gate passed lab-scaled thresholds: not an acceptance
+    CUSTOM_PASS = "PASSED WITH CUSTOM THRESHOLDS"   # every gate passed thresholds that are not the buyer's
 
 
 @dataclass(frozen=True)
@@ -72,12 +78,12 @@ class GateLine:
 @dataclass(frozen=True)
 class Headline:
     decision: Decision
-    thresholds: str              # "buyer's thresholds" or "lab-scaled thresholds"
+    thresholds: str              # "buyer's thresholds", "lab-scaled thresholds" or "custom thresholds"
     source: str                  # where they were read (gates.toml, gates-lab.toml, built-in defaults)
     gates: tuple[GateLine, ...]
     missing: tuple[str, ...]     # gates not judged by this run
     run: str                     # the gate run folder's name
-    scale: str = ""              # lab-scaled: "5 thresholds SCALED, 4 NOT JUDGED (each printed with its reason)"
+    scale: str = ""              # lab-scaled: "5 thresholds SCALED, 4 NOT JUDGED ..."; custom: each departure
     untied: tuple[str, ...] = ()  # evidence the gate run read that is not in the report, intact (never ACCEPTED)
 
     def lines(self) -> list[str]:
@@ -121,10 +127,22 @@ def scale_summary(results: dict) -> str:
             "(each with its reason)")
 
 
+def custom_values(results: dict) -> tuple[str, ...]:
+    """Each value a gate run was judged with that departs from the buyer's defaults, "key = value (the buyer's
+    default)", recomputed from its recorded ``thresholds`` (a lab-scaled run's are its SCALED ones: none here)."""
+    block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
+    if block.get("lab_scaled") is True:
+        return ()
+    return tuple(departure_text(*d) for d in departures(block.get("thresholds") or {}))
+
+
 def thresholds_label(results: dict) -> tuple[str, str]:
-    """("lab-scaled thresholds" | "buyer's thresholds", source) from a gate run's ``thresholds``."""
+    """("lab-scaled thresholds" | "custom thresholds" | "buyer's thresholds", source) from a gate run's
+    ``thresholds``: any value departing from the buyer's defaults makes them custom, whatever the file's name."""
     block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
     source = str(block.get("source") or "not recorded")
+    if custom_values(results):
+        return CUSTOM, source
     label = block.get("label") or block.get("scale")
     if isinstance(label, str) and label:
         return (label if "threshold" in label else f"{label} thresholds"), source
@@ -158,12 +176,15 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
     missing = [g for g in GATES if g not in judged]
     label, source = thresholds_label(results)
     decision = decide(lines, missing)
+    custom = custom_values(results)
     if decision is Decision.ACCEPTED and label != "buyer's thresholds":
-        decision = Decision.LAB_PASS
-    if untied and decision in (Decision.ACCEPTED, Decision.LAB_PASS):
+        decision = Decision.CUSTOM_PASS if custom else Decision.LAB_PASS
+    if untied and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
         decision = Decision.INCOMPLETE
-    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale_summary(results),
-                    tuple(untied))
+    scale = (f"not the buyer's: {len(custom)} value{'s' * (len(custom) != 1)} "
+             f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
+        if custom else scale_summary(results)
+    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied))
 
 
 def untied(gate_run, runs) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from fxprobe.core.rundir import COMMANDS
 from fxprobe.core.verdict import Criterion, NotJudged, Outcome, Verdict, counts_text, format_number
+from fxprobe.gates.config import departures
 from fxprobe.report.ceilings import artefact
 from fxprobe.report.collect import RunView
 from fxprobe.report.commands import CommandGroup, wrapped
@@ -150,6 +151,7 @@ def threshold_matrix(gate_runs: list[RunView]) -> tuple[tuple, tuple]:
         values = block.get("thresholds") if isinstance(block.get("thresholds"), dict) else {}
         scale = block.get("scale") if block.get("lab_scaled") is True and isinstance(block.get("scale"), dict) else {}
         marks = {**{k: "SCALED" for k in scale.get("scaled") or {}}, **{k: "NOT JUDGED" for k in scale.get("not_judged") or {}}}
+        marks.update({key: "CUSTOM" for key, _, _ in ([] if scale else departures(values))})
         flat = {f"{gate}.{key}": " ".join(filter(None, [format_number(value), marks.get(f"{gate}.{key}")]))
                 for gate, section in values.items() if isinstance(section, dict) for key, value in section.items()}
         sets.append(flat)

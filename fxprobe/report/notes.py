@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fxprobe.core.verdict import format_number
 from fxprobe.report.collect import RunView
 from fxprobe.report.evidence import Link, href
+from fxprobe.report.headline import custom_values
 from fxprobe.report.soakview import soak_of
 
 
@@ -101,13 +102,23 @@ def lab_scale(runs: list[RunView], gate_results: list[dict]) -> Note | None:
     for results in gate_results:
         block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
         for note in block.get("notes") or block.get("scale_notes") or []:
-            if str(note) not in lines:
+            if str(note) not in lines and not str(note).startswith("CUSTOM"):
                 lines.append(str(note))
     return Note("lab scale", "Lab scale", tuple(lines)) if lines else None
+
+
+def custom_thresholds(gate_results: list[dict]) -> Note | None:
+    """Every value a gate run was judged with that departs from the buyer's defaults (a custom gates file)."""
+    lines = []
+    for results in gate_results:
+        block = results.get("thresholds") if isinstance(results.get("thresholds"), dict) else {}
+        lines += [f"CUSTOM {text} ({block.get('source', '?')})" for text in custom_values(results)
+                  if f"CUSTOM {text} ({block.get('source', '?')})" not in lines]
+    return Note("custom thresholds", "Custom thresholds (not the buyer's)", tuple(lines)) if lines else None
 
 
 def notes(runs: list[RunView], gate_results: list[dict]) -> list[Note]:
     out = [n for run in runs for n in (soak_interruptions(run), timeout_advice(run), degraded_figures(run))
            if n is not None]
-    scale = lab_scale(runs, gate_results)
-    return out + ([scale] if scale else [])
+    scale, custom = lab_scale(runs, gate_results), custom_thresholds(gate_results)
+    return out + [note for note in (scale, custom) if note]
