@@ -140,5 +140,7 @@ def produced_multi_node(nodes: int, fraction: float | None, ceiling_bps: float =
     own = (sum_of_rates_pct / 100 if sum_of_rates_pct is not None else fraction or 0.5) * ceiling_bps / 8
     together = common_span.concurrent([span], own, ceiling_bps)
     return {"workload": {"profile": "qwen25-32b-cold-restore", "direction": "read", "nodes": list(names),
+                         "target": "/dev/nvme1n1", "target_check": {"path": "/dev/nvme1n1", "kind": "block"},
+                         "derivation": {"cold": True, "direct": False, "scaled": False}, "notes": [],
                          "ceiling_bps": ceiling_bps, "fraction_of_ceiling": together.fraction_of_ceiling,
                          "bandwidth_bytes": {"mean": own}, "concurrent": together.to_dict()}}

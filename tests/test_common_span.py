@@ -25,7 +25,9 @@ import pytest
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, load_config
-from fxprobe.gates.config import LAB_FILE
+from fxprobe.gates.config import LAB_FILE, parse_config
+from fxprobe.gates.readback import ceiling_figure
+from fxprobe.workload.common_span import Concurrent
 from fxprobe.workload import common_span, fleet
 from fxprobe.workload.run import FioServers
 from gate_helpers import fake_run, fxprobe, produced_multi_node, runs_of
@@ -241,6 +243,14 @@ def test_twin_real_fio_a_node_started_after_the_other_finished_fails_the_ceiling
         record = workload["concurrent"]
         own_rates_pct = record["sum_of_rates_bps"] * 8 / float(ceiling_gbps) / 1e9 * 100
         criterion = g3_ceiling(folder)
+        if name == "together":     # two fio servers on this machine over a directory: not nodes sharing an array
+            assert workload["node_kinds"] == {"127.0.0.1": "local", "127.0.0.2": "local"}
+            assert criterion.outcome is Outcome.NOT_RUN, criterion.line()
+            assert "nodes 127.0.0.1, 127.0.0.2 are this machine" in criterion.detail and "not a block device" in \
+                criterion.detail
+            criterion = ceiling_figure(criterion.name, Evidence.from_paths([folder]).runs[0], Concurrent.from_dict(
+                json.loads((folder / "results.json").read_text())["workload"]["concurrent"]), 0.01,
+                parse_config("[g3]\nnic_ceiling_gbps = 1000\n", "twin.toml"))   # the figure alone, < 100 % of it
         figures[name] = {"sum_of_rates_MBps": round(record["sum_of_rates_bps"] / 1e6, 1),
                          "sum_of_rates_pct": round(own_rates_pct, 1), "outcome": criterion.outcome.value,
                          "aggregate_MBps": record["aggregate_bps"] and round(record["aggregate_bps"] / 1e6, 1),

@@ -157,12 +157,16 @@ def test_g3_ttft_reduction_and_throughput_band_agree_with_decimal(baseline, cand
 @SETTINGS
 @given(data=st.data())
 def test_g3_multi_node_read_back_vs_ceiling_agrees_with_decimal(data):
-    """The fraction the producer recorded for what the nodes moved while all ran (workload.concurrent), x 100."""
+    """What the nodes moved while all ran (workload.concurrent.aggregate_bps) x 8 / the configured ceiling
+    (g3.nic_ceiling_gbps, 100 Gb/s) x 100, exact; above 100 % it is an error, never judged. The fraction the run
+    recorded is not used (here it says 0)."""
     t = data.draw(threshold("g3", "nic_ceiling_min_pct"))
     fraction = t / 100 if data.draw(st.booleans()) else data.draw(decimals("0", "2", 6))
     results = produced_multi_node(8, float(fraction))
-    results["workload"]["concurrent"]["fraction_of_ceiling"] = float(fraction)     # exactly the drawn decimal
+    results["workload"]["concurrent"]["aggregate_bps"] = aggregate = float(fraction * Decimal(100e9) / 8)
+    results["workload"]["concurrent"]["fraction_of_ceiling"] = 0.0
     folder = fake_run(Path(tempfile.mkdtemp(dir=WORK)), "run", results)
     criterion = judged("g3", config("g3", "nic_ceiling_min_pct", t), folder, "multi-node read-back vs NIC ceiling")
-    truth = Fraction(Decimal(repr(float(fraction)))) * 100 >= Fraction(t)
-    assert criterion.outcome is (Outcome.PASS if truth else Outcome.FAIL), (fraction, t, criterion.line())
+    measured = Fraction(Decimal(repr(aggregate))) * 8 / 10 ** 9
+    truth = Outcome.ERROR if measured > 100 else Outcome.PASS if measured >= Fraction(t) else Outcome.FAIL
+    assert criterion.outcome is truth, (fraction, t, criterion.line())

@@ -66,7 +66,7 @@ def test_defaults_match_the_shipped_gates_toml():
 
 @pytest.mark.parametrize("text, words", [
     ("[g9]\nx = 1\n", "field 'g9': unknown key; allowed here: g1, g2, g3, g4"),
-    ("[g3]\nttft_reduction = 25\n", "field 'g3.ttft_reduction': unknown key; allowed here: concurrency_levels, nic_ceiling_min_pct"),
+    ("[g3]\nttft_reduction = 25\n", "field 'g3.ttft_reduction': unknown key; allowed here: concurrency_levels, nic_ceiling_gbps, nic_ceiling_min_pct"),
     ("[g3]\nttft_reduction_min_pct = 'a'\n", "field 'g3.ttft_reduction_min_pct': expected a number (got 'a')"),
     ("[g3]\nthroughput_gain_min_pct = 50\n", "field 'g3.throughput_gain_max_pct': is below "
                                               "throughput_gain_min_pct (40 < 50)"),
@@ -123,7 +123,8 @@ def test_all_gates_pass_from_complete_evidence(tmp_path, capsys):
     # G3 has its multi-node part but no benchmark comparison: not run, naming it
     g3 = {c.name: c for c in verdicts["g3"].criteria}
     assert g3["multi-node read-back vs NIC ceiling"].outcome is Outcome.PASS
-    assert g3["multi-node read-back vs NIC ceiling"].measured == pytest.approx(93.06, abs=0.01)
+    # 93.06 % of the run's own 98 Gb/s ceiling is 91.20 Gb/s: judged against the configured 100 Gb/s, 91.1988 %
+    assert g3["multi-node read-back vs NIC ceiling"].measured == pytest.approx(91.1988, abs=1e-9)
     assert g3["nodes sharing one array"].measured == 8
     assert verdicts["g3"].outcome is Outcome.NOT_RUN
     assert "no G3 benchmark comparison" in g3["TTFT reduction and throughput gain"].detail

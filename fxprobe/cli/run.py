@@ -71,7 +71,8 @@ def common_options(function):
         click.option("--ssh-port", type=PORT, default=22, show_default=True),
         click.option("--ssh-user", default="root", show_default=True),
         click.option("--allow-serial", "allow", multiple=True, help="Serial (or loop:<file>) of a device that may be written (repeatable)."),
-        click.option("--ceiling", type=rate(gt=0), default=None, help="Array port ceiling: report the aggregate as a fraction of it."),
+        click.option("--ceiling", type=rate(gt=0), default=None, help="Array port ceiling: report the aggregate as a "
+                     "fraction of it (information: G3 judges against gates.toml g3.nic_ceiling_gbps)."),
         click.option("--ceiling-from", "ceiling_from", type=click.Path(path_type=Path), default=None,
                      help="Take the ceiling from a `fxprobe netcheck` run folder (the port's line rate)."),
         click.option("--ceiling-iface", default=None, help="Which netcheck interface is the array port."),
@@ -120,7 +121,14 @@ def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_va
     finally:
         status.close()
     verdict = workload.run_verdict(result)
-    return finish_verdict(app, run_dir, "run", verdict, {"workload": result.to_dict()}, result.lines())
+    record, lines = result.to_dict(), result.lines()
+    if args["nodes"]:       # what each node is: G3 counts only nodes that are other machines than this one
+        record["node_kinds"] = {n.name: n.host.to_dict().get("kind", "?") for n in args["nodes"]}
+        local = [name for name, kind in record["node_kinds"].items() if kind == "local"]
+        if len(args["nodes"]) > 1 and local:
+            lines.append(f"NOTE: {', '.join(local)} run on this machine: G3 does not count them as nodes sharing "
+                         "the array, and judges the read-back only of distinct nodes (gates g3.nic_ceiling_gbps)")
+    return finish_verdict(app, run_dir, "run", verdict, {"workload": record}, lines)
 
 
 def ceiling_bps(ceiling: float | None, ceiling_from: Path | None, iface: str | None) -> float | None:

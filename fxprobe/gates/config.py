@@ -52,6 +52,7 @@ class G3Thresholds(InputModel):
     throughput_gain_max_pct: Percent = 40.0
     nodes_sharing: PositiveInt = 8
     nic_ceiling_min_pct: Percent = 90.0
+    nic_ceiling_gbps: PositiveFloat = 100.0     # the ceiling the read-back is judged against: the array port's line rate
     concurrency_levels: list[PositiveInt] = [8, 16, 32]    # not a threshold: the levels G3 must compare (R2's)
 
     _band = not_below("throughput_gain_min_pct", "throughput_gain_max_pct")
@@ -85,7 +86,8 @@ THRESHOLD_KEYS = tuple(f"{gate}.{key}" for gate, model in GATE_TABLES.items() fo
 # thresholds one criterion is judged with together: a lab scale leaves all of them out or none
 # (tests/test_lab_scale.py checks these against the gate catalog's criteria)
 JUDGED_TOGETHER = (("g2.line_efficiency_min_pct", "g2.line_rate_gbps"),
-                   ("g3.ttft_reduction_min_pct", "g3.throughput_gain_min_pct", "g3.throughput_gain_max_pct"))
+                   ("g3.ttft_reduction_min_pct", "g3.throughput_gain_min_pct", "g3.throughput_gain_max_pct"),
+                   ("g3.nic_ceiling_min_pct", "g3.nic_ceiling_gbps"))
 ThresholdKey = Annotated[str, Field(pattern=r"^g[1-4]\.[a-z0-9_]+$", description="a threshold, gate.key")]
 Reason = Annotated[str, Field(min_length=1, description="why, printed beside the value")]
 

@@ -10,21 +10,13 @@ Per concurrency level, from two benchmark results:
   each with its own margin; +28.9 % fails a band starting at 29 %).
 
 Candidates and baselines are paired by concurrency (vllm ``max_concurrency``, the number of
-users in a multi_round_qa CSV); a single candidate and a single baseline pair unless their
-levels differ. Two results at one level on one side are refused (pass one per level). A candidate without a baseline (or the
-reverse) gives a "not run" criterion naming the missing file.
+users in a multi_round_qa CSV); a result that records no level pairs with nothing. A pair is compared only when
+both record the model and the level and they agree, and their input tokens and completed requests agree within
+5 % (printed). Two results at one level on one side are refused (pass one per level). A candidate without a
+baseline (or the reverse), and every level of ``g3.concurrency_levels`` no pair covers, is a "not run" criterion.
 
-The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling) reads
-``fxprobe run PROFILE --nodes ...`` results with two or more nodes and direction "read":
-
-* ``workload.concurrent`` (:class:`~fxprobe.workload.common_span.Concurrent`, read through its own type): the
-  bytes all nodes moved while every one of them was running (each repeat's common span of bw-log windows), per
-  second, as a fraction of the ceiling x 100 >= ``g3.nic_ceiling_min_pct``. The sum of the nodes' own rates
-  (fio's total, which credits nodes run one after another as if they had run at once) is printed beside it,
-  never judged. A repeat whose nodes never all ran at once gives no fraction: FAIL, with the reason (the run
-  shows no sharing at all). A run folder without the record (written by an fxprobe that judged the sum) is
-  ERROR, never judged the old way;
-* ``len(workload.nodes)`` >= ``g3.nodes_sharing``.
+The multi-node part (8 nodes sharing one array, read-back against the NIC ceiling of the gates config) is
+:mod:`fxprobe.gates.readback`.
 """
 
 from __future__ import annotations
@@ -38,66 +30,15 @@ from fxprobe.core.data import AsDict
 from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import (MISSING, Check, Evidence, Gate, Judge, Requirement, RunRecord, did_not_run,
-                                  errored)
+from fxprobe.gates.engine import Evidence, Gate, Judge, Requirement, RunRecord, errored
+from fxprobe.gates.readback import CEILING, NODES, ceiling_criteria, nodes_criteria
 from fxprobe.core.rundir import RunDir
-from fxprobe.core.verdict import (Criterion, Outcome, Verdict, deciding_places, exact, format_fixed,
-                                  format_number)
-from fxprobe.workload.common_span import Concurrent
+from fxprobe.core.verdict import Criterion, Outcome, Verdict, deciding_places, exact, format_fixed, format_number
 
 TTFT_KEYS = ("p50", "p90", "p99")
 
-MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --nodes host1,...,host8 (a read profile)",
-                         commands=("run",), where=(("workload.direction", "read"),),
-                         at_least=(("workload.nodes", 2),))
 BENCHMARKS = Requirement("G3 benchmark comparison", "fxprobe gate g3 --candidate FILE --baseline FILE",
                          commands=("gate g3",), has_field="g3.comparisons")
-CEILING = "multi-node read-back vs NIC ceiling"
-CONCURRENT = "workload.concurrent"
-
-
-def ceiling_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
-    """Every multi-node read-back run: what its nodes moved while all of them ran, against the ceiling."""
-    threshold = config.get("g3", "nic_ceiling_min_pct")
-    runs = evidence.matching(MULTI_NODE)
-    if not runs:
-        return [MULTI_NODE.absent(CEILING, threshold, ">=", "%")]
-    criteria = []
-    for run in runs:
-        name = CEILING if len(runs) == 1 else f"{CEILING} [{run.label}]"
-        criteria.append(errored(name, run, threshold, ">=", "%") if run.errored else
-                        _ceiling_one(name, run, threshold))
-    return criteria
-
-
-def _ceiling_one(name: str, run: RunRecord, threshold: float) -> Criterion:
-    def problem(outcome: Outcome, text: str) -> Criterion:
-        return Criterion(name, outcome, None, threshold, ">=", "%", text, run.evidence)
-
-    data = run.get(CONCURRENT)
-    if data is MISSING or data is None:
-        if run.outcome == Outcome.NOT_RUN.value:
-            return did_not_run(name, run, threshold, ">=", "%")
-        return problem(Outcome.ERROR, f"{run.evidence} has no {CONCURRENT!r}: written by an fxprobe that judged the "
-                       "sum of the nodes' own rates (nodes run one after another count as if at once); run it again")
-    try:
-        record = Concurrent.from_dict(data)
-    except (TypeError, ValueError) as exc:
-        return problem(Outcome.ERROR, f"{run.evidence}: {CONCURRENT} is malformed ({exc})")
-    context = [f"profile {run.get('workload.profile', '?')}"]
-    if record.aggregate_bps is None:
-        return problem(Outcome.FAIL, f"{record.line()}; {', '.join(context)}")
-    if record.fraction_of_ceiling is None:
-        return problem(Outcome.ERROR, f"no ceiling was given to the run (--ceiling or --ceiling-from): {record.line()}")
-    try:
-        measured = exact(record.fraction_of_ceiling) * 100
-    except ValueError as exc:
-        return problem(Outcome.ERROR, f"{run.evidence}: {CONCURRENT}.fraction_of_ceiling {exc}")
-    gbps, need = exact(record.aggregate_bps) * 8 / 10 ** 9, exact(threshold) * exact(record.ceiling_bps) / 10 ** 11
-    line = record.line(deciding_places(gbps, ">=", need))     # the aggregate printed so that it decides as the % does
-    context.append(f"ceiling {format_number(record.ceiling_bps / 1e9)} Gb/s")
-    return Criterion.compare(name, measured, ">=", threshold, unit="%", detail="; ".join([line, *context]),
-                             evidence=run.evidence)
 
 
 @dataclass(frozen=True)
@@ -344,8 +285,8 @@ def missing_levels(seen: set[str], config: GateConfig) -> list[Criterion]:
 
 BENCHMARK_NAME = "TTFT reduction and throughput gain"
 MULTI_NODE_CHECKS = (
-    Judge(CEILING, ("nic_ceiling_min_pct",), ceiling_criteria),
-    Check("nodes sharing one array", MULTI_NODE, "workload.nodes", ">=", "nodes_sharing", count=True),
+    Judge(CEILING, ("nic_ceiling_min_pct", "nic_ceiling_gbps"), ceiling_criteria),
+    Judge(NODES, ("nodes_sharing",), nodes_criteria),
 )
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(
     Judge(BENCHMARK_NAME, ("ttft_reduction_min_pct", "throughput_gain_min_pct", "throughput_gain_max_pct"),
