@@ -9,7 +9,11 @@ import json
 
 import pytest
 
+from fxprobe.lab.qemu import EMULATED_MODEL
+
 from labcli import fx_here as fx
+
+EMULATED = ("--emulated-drives", EMULATED_MODEL)     # QEMU's drives: 0 % spare, threshold 0 %
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]   # no timing judged: on two labs at once
 
@@ -34,14 +38,14 @@ def test_selftest_over_two_arrays_then_a_pull_in_one_fails_only_that_array_and_g
     assert code == 0, err
     assert [n["node"] for n in inventory["nodes"]] == ["array", EXTRA]
     assert (tmp_path / "delivery" / "nodes" / EXTRA / "commands.jsonl").is_file()
-    code, both, err = fx(tmp_path, "--run-dir", str(tmp_path / "both"), "selftest", *fleet,
+    code, both, err = fx(tmp_path, "--run-dir", str(tmp_path / "both"), "selftest", *fleet, *EMULATED,
                          "--expect-from", str(tmp_path / "delivery"))
     assert code == 0, (err, both and both["verdict"])
     assert {n["node"]: n["results"]["drives_recognized"] for n in both["nodes"]} == {"array": 24, EXTRA: 4}
     drive = next(d for d in lab.state.drives if d.array == EXTRA and d.position == 1)
     lab.drive_pull(drive.slot)
     try:
-        code, pulled, err = fx(tmp_path, "--run-dir", str(tmp_path / "pulled"), "selftest", *fleet,
+        code, pulled, err = fx(tmp_path, "--run-dir", str(tmp_path / "pulled"), "selftest", *fleet, *EMULATED,
                                "--expect-from", str(tmp_path / "delivery"))
     finally:
         lab.drive_restore(drive.slot)

@@ -7,8 +7,12 @@ import json
 
 import pytest
 
+from fxprobe.lab.qemu import EMULATED_MODEL
+
 from fxprobe.host.selftest import ExpectedDrive, natural_key, parse_expected_run
 from labcli import criteria, fx
+
+EMULATED = ("--emulated-drives", EMULATED_MODEL)     # QEMU's drives: 0 % spare, threshold 0 %
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]   # no timing judged: on two labs at once
 
@@ -25,9 +29,12 @@ def test_selftest_passes_then_names_a_pulled_drive_by_slot_and_serial_and_a_smar
     at once - slot 23 pulled, and a SMART critical warning on slot 21 (QEMU's NVMe model takes it through QMP
     qom-set) - and each failing criterion names its own drive: the pull by slot and serial from the earlier run
     (--expect-from, no hand-written list; issue 18.6), and again from a hand-written --serials list."""
-    code, before, err = fx(lab, "array", "selftest", "--expect-drives", "24")
+    code, before, err = fx(lab, "array", "selftest", "--expect-drives", "24", *EMULATED)
     assert code == 0, err
-    assert before["drives_recognized"] == 24
+    assert before["drives_recognized"] == 24 and before["sysfs_root"] == "/" and before["not_counted"] == []
+    spare = criteria(before)["available spare >= max(threshold, 10 %)"]      # QEMU: 0 % with threshold 0 %, said
+    assert "24 drive(s) of model 'QEMU NVMe Ctrl' report 0 % with threshold 0 %: emulated" in spare["detail"]
+    assert criteria(before)["nvme-cli agrees with sysfs"]["measured"] == "24/24"
     assert sorted(d["serial"] for d in before["drives"]) == sorted(d.serial for d in lab.state.drives)
     slots = [d["slot"] for d in before["drives"]]
     assert None not in slots and slots == sorted(slots, key=natural_key)
@@ -40,9 +47,10 @@ def test_selftest_passes_then_names_a_pulled_drive_by_slot_and_serial_and_a_smar
     try:
         with lab.qmp("array") as qmp:
             qmp.command("qom-set", path=warned, property="smart_critical_warning", value=0x4)
-        code, expect_from, err = fx(lab, "array", "selftest", "--expect-from", before["run_dir"])
+        code, expect_from, err = fx(lab, "array", "selftest", "--expect-from", before["run_dir"], *EMULATED)
         assert code == 1, err
-        code, hand_list, err = fx(lab, "array", "selftest", "--expect-drives", "24", "--serials", "/tmp/serials.txt")
+        code, hand_list, err = fx(lab, "array", "selftest", "--expect-drives", "24", "--serials", "/tmp/serials.txt",
+                                    *EMULATED)
         assert code == 1, err
     finally:
         with lab.qmp("array") as qmp:

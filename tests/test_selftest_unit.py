@@ -8,10 +8,12 @@ from fxprobe.host.selftest import Drive, Limits, evaluate, parse_expected_serial
 from fxprobe.core.verdict import Outcome
 
 SMART_OK = {"critical_warning": 0, "media_errors": 0, "avail_spare": 100, "spare_thresh": 10, "percent_used": 1}
+NS = ({"name": "nvme0n1", "size_bytes": 1 << 30, "read_only": False},)
 
 
 def drive(i, **smart):
-    return Drive(f"nvme{i}", f"SN{i:02d}", "QEMU NVMe Ctrl", "8.0.0", "pcie", "live", "nqn.x", {**SMART_OK, **smart})
+    return Drive(f"nvme{i}", f"SN{i:02d}", "QEMU NVMe Ctrl", "8.0.0", "pcie", "live", f"nqn.x:{i}",
+                 {**SMART_OK, **smart}, namespaces=NS)
 
 
 def by_name(verdict):
@@ -37,14 +39,22 @@ def test_critical_warning_names_the_drive_and_the_bit():
     assert c.outcome is Outcome.FAIL and "SN03" in c.detail and "reliability degraded" in c.detail
 
 
-def test_emulated_zero_spare_is_not_judged_but_said():
-    verdict = evaluate([drive(i, avail_spare=0, spare_thresh=0) for i in range(2)], Limits(2))
-    spare = next(c for c in verdict.criteria if c.name.startswith("available spare"))
-    assert spare.outcome is Outcome.PASS and "not judged" in spare.detail
+def test_zero_spare_with_threshold_zero_fails_unless_the_drives_are_named_emulated():
+    """Review G1 item 4: 0 % spare with threshold 0 % was "not judged" on any drive; now it fails (no spare left,
+    or no accounting) unless --emulated-drives names the model, and then the line says so."""
+    drives = [drive(i, avail_spare=0, spare_thresh=0) for i in range(2)]
+    spare = next(c for c in evaluate(drives, Limits(2)).criteria if c.name.startswith("available spare"))
+    assert spare.outcome is Outcome.FAIL and spare.measured == "0/2 judged drives" and "SN01 (nvme1): spare 0 %" in spare.detail
+    spare = next(c for c in evaluate(drives, Limits(2, emulated_model="QEMU NVMe Ctrl")).criteria
+                 if c.name.startswith("available spare"))
+    assert spare.outcome is Outcome.PASS and "2 drive(s) of model 'QEMU NVMe Ctrl' report 0 % with threshold 0 %: " \
+        "emulated drives (--emulated-drives), their spare not judged" in spare.detail
+    other = evaluate(drives, Limits(2, emulated_model="Other Model"))    # another model's name excuses nothing
+    assert next(c for c in other.criteria if c.name.startswith("available spare")).outcome is Outcome.FAIL
 
 
 def test_mixed_firmware_fails_unless_allowed():
-    drives = [drive(0), Drive("nvme1", "SN01", "m", "9.9", "pcie", "live", "n", SMART_OK)]
+    drives = [drive(0), Drive("nvme1", "SN01", "m", "9.9", "pcie", "live", "n", SMART_OK, namespaces=NS)]
     assert by_name(evaluate(drives, Limits(2)))["firmware versions agree"].outcome is Outcome.FAIL
     assert evaluate(drives, Limits(2, allow_mixed_firmware=True)).outcome is Outcome.PASS
 

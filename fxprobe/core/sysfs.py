@@ -8,6 +8,12 @@ from pathlib import Path
 ROOT = Path(os.environ.get("FXPROBE_SYSROOT", "/"))
 
 
+def root() -> str:
+    """The root every reader here reads under, as a run records it: "/" is this machine's kernel; anything else
+    (FXPROBE_SYSROOT, a test's tree) is not evidence about this machine."""
+    return str(ROOT)
+
+
 def path(rel: str, root: Path | None = None) -> Path:
     return (root or ROOT) / rel.lstrip("/")
 

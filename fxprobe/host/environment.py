@@ -13,6 +13,7 @@ import copy
 import platform
 from functools import lru_cache
 
+from fxprobe.core import sysfs
 from fxprobe.core.errors import FxprobeError
 from fxprobe.core.rundir import RunDir, utc_stamp
 from fxprobe.core.runner import Runner
@@ -33,7 +34,9 @@ def _collected() -> tuple[str, dict]:
 def snapshot() -> dict:
     """This machine's reproducibility log as environment.json holds it."""
     collected, log = _collected()
-    return {"source": SOURCE, "hostname": platform.node(), "collected": collected, **copy.deepcopy(log)}
+    return {"source": SOURCE, "hostname": platform.node(), "collected": collected,
+            "sysfs_root": sysfs.root(),           # "/" unless FXPROBE_SYSROOT redirected the kernel's files
+            **copy.deepcopy(log)}
 
 
 def record(run: RunDir) -> None:

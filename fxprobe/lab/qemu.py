@@ -46,6 +46,9 @@ class Nic:
     speed: int = 100000        # advertised Mb/s
 
 
+EMULATED_MODEL = "QEMU NVMe Ctrl"     # the model QEMU's nvme device reports (selftest --emulated-drives names it)
+
+
 @dataclass(frozen=True)
 class Drive:
     slot: int

@@ -33,6 +33,7 @@ class SysController(AsDict):
     paths: tuple[dict, ...] = ()
     pci_address: str | None = None   # 0000:00:03.0 for a PCIe drive; None for a fabrics controller
     slot: str | None = None          # the platform's slot name (/sys/bus/pci/slots/NAME) holding it
+    namespaces: tuple[str, ...] = ()  # its block devices: nvmeXnY below it, or its subsystem's multipath heads
 
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -66,6 +67,7 @@ class SysNamespace(AsDict):
     wwid: str | None
     holders: tuple[str, ...]
     partitions: tuple[str, ...]
+    read_only: bool | None = None    # /sys/block/nvmeXnY/ro
 
 
 @dataclass(frozen=True)
@@ -108,19 +110,22 @@ def controllers() -> list[SysController]:
         base = f"/sys/class/nvme/{name}"
         device = sysfs.link_name(f"{base}/device")
         pci = device if device and PCI_ADDRESS.match(device) else None
-        subsystem = None
+        subsystem, heads = None, []
         for sub in sysfs.listdir("/sys/class/nvme-subsystem"):
-            if name in sysfs.listdir(f"/sys/class/nvme-subsystem/{sub}"):
-                subsystem = sub
+            entries = sysfs.listdir(f"/sys/class/nvme-subsystem/{sub}")
+            if name in entries:
+                subsystem, heads = sub, [e for e in entries if re.fullmatch(r"nvme\d+n\d+", e)]
+        entries = sysfs.listdir(base)
         paths = tuple({"path": entry, "ana_state": sysfs.read(f"{base}/{entry}/ana_state"),
                        "nsid": sysfs.read(f"{base}/{entry}/nsid")}
-                      for entry in sysfs.listdir(base) if re.fullmatch(r"nvme\d+c\d+n\d+", entry))
+                      for entry in entries if re.fullmatch(r"nvme\d+c\d+n\d+", entry))
+        own = sorted({e for e in entries if re.fullmatch(r"nvme\d+n\d+", e)} | set(heads))
         result.append(SysController(
             name, sysfs.read(f"{base}/model"), sysfs.read(f"{base}/serial"), sysfs.read(f"{base}/firmware_rev"),
             sysfs.read(f"{base}/transport"), sysfs.read(f"{base}/address"), sysfs.read(f"{base}/state"),
             sysfs.read(f"{base}/subsysnqn"), sysfs.read(f"{base}/cntlid"), subsystem,
             {k: v for k in TIMEOUT_ATTRS if (v := sysfs.read(f"{base}/{k}")) is not None},
-            paths, pci, slot_of(pci, slots)))
+            paths, pci, slot_of(pci, slots), tuple(own)))
     return result
 
 
@@ -150,7 +155,8 @@ def namespaces() -> list[SysNamespace]:
             _int(sysfs.read(f"{base}/queue/logical_block_size")), sysfs.read(f"{base}/nguid"),
             sysfs.read(f"{base}/eui"), sysfs.read(f"{base}/wwid"),
             tuple(sysfs.listdir(f"{base}/holders")),
-            tuple(p for p in sysfs.listdir(base) if p.startswith(name + "p"))))
+            tuple(p for p in sysfs.listdir(base) if p.startswith(name + "p")),
+            {"0": False, "1": True}.get(sysfs.read(f"{base}/ro") or "")))
     return result
 
 
