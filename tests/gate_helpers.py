@@ -144,3 +144,19 @@ def produced_multi_node(nodes: int, fraction: float | None, ceiling_bps: float =
                          "derivation": {"cold": True, "direct": False, "scaled": False}, "notes": [],
                          "ceiling_bps": ceiling_bps, "fraction_of_ceiling": together.fraction_of_ceiling,
                          "bandwidth_bytes": {"mean": own}, "concurrent": together.to_dict()}}
+
+
+def produced_selftest(drives: int = 24, *, emulated: bool = False, sysfs_root: str = "/", **smart) -> dict:
+    """What `fxprobe selftest` records that G1 reads, made by the producer's own code (host.selftest: its drive
+    records, its verdict, results_of), ``drives`` healthy PCIe drives; ``smart`` overrides the last drive's SMART
+    figures; ``emulated``: QEMU's 0 % spare with threshold 0 % on every drive, named with --emulated-drives."""
+    from fxprobe.host import selftest
+    ok = {"critical_warning": 0, "media_errors": 0, "avail_spare": 0 if emulated else 100,
+          "spare_thresh": 0 if emulated else 10, "percent_used": 1}
+    records = [selftest.Drive(f"nvme{i}", f"FX{i:04d}", "QEMU NVMe Ctrl" if emulated else "FX Drive", "1.0", "pcie",
+                              "live", f"nqn.fx:{i}", {**ok, **(smart if i == drives - 1 else {})}, slot=str(i + 3),
+                              namespaces=({"name": f"nvme{i}n1", "size_bytes": 1 << 30, "read_only": False},))
+               for i in range(drives)]
+    limits = selftest.Limits(drives, emulated_model="QEMU NVMe Ctrl" if emulated else None)
+    run = selftest.SelftestRun(records, selftest.evaluate(records, limits), [], [])
+    return {**selftest.results_of(run, limits), "sysfs_root": sysfs_root, "verdict": run.verdict.to_dict()}

@@ -11,17 +11,15 @@ from fxprobe.gates import GATES, Evidence, load_config
 from fxprobe.gates.config import DEFAULTS, parse_config
 from fxprobe.gates.engine import lookup
 from fxprobe.core.verdict import Outcome
-from gate_helpers import (fake_run, fxprobe, produced_fault, produced_multi_node, rewritten,
+from gate_helpers import (fake_run, fxprobe, produced_fault, produced_multi_node, produced_selftest,
+                          rewritten,
                           signed_verification, trusting)
 
 ROOT = Path(__file__).parent.parent
 
 
 def selftest(base, drives, outcome="pass"):
-    criteria = [{"name": "drives recognized", "outcome": outcome, "measured": drives, "threshold": 24}]
-    path = fake_run(base, "selftest", {"verdict": {"name": "selftest", "criteria": criteria}})
-    results = path / "results.json"
-    return rewritten(path, results.read_text().replace('"outcome": "pass"', f'"outcome": "{outcome}"', 1))
+    return fake_run(base, "selftest", produced_selftest(drives), outcome)
 
 
 def verified(bad: int = 0, gib: str = "0.500", outcome: str | None = None, detail: str | None = None) -> dict:

@@ -54,9 +54,11 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
         counts = [int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")]
         assert counts == [len(outcomes) + len(gate.get("not_judged", [])), outcomes.count("fail") +
                           outcomes.count("not run"), outcomes.count("error"), len(gate.get("not_judged", []))]
-    assert tables["G1 delivery acceptance"] == "PASS" and len(tables) == 8
+    assert tables["G1 delivery acceptance (gates-lab)"] == "PASS" and len(tables) == 8
     # the buyer's thresholds fail where the lab must, each with its reason
     buyer = {line[:40].strip(): line for line in results["gate_table"]}
+    assert "FAIL" in buyer["G1 delivery acceptance"] and "drives without spare accounting" in buyer[
+        "G1 delivery acceptance"]                                  # QEMU's drives report 0 % spare, threshold 0 %
     assert "FAIL" in buyer["G2 single-node baseline"] and "line efficiency vs the gate's line rate" in buyer[
         "G2 single-node baseline"]                                 # 20 Mb/s is not 100 GbE
     assert "FAIL" in buyer["G3 main joint test"] and "nodes sharing one array" in buyer["G3 main joint test"]
@@ -68,7 +70,7 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
     assert "gates-lab.toml" in out.out and "|" in out.out         # the two tables side by side on the terminal
     for line in results["lab_scale"]:
         assert line in out.out and (line.startswith(("SCALED", "NOT JUDGED", "LAB-SCALED")))
-    assert sum(line.startswith("SCALED") for line in results["lab_scale"]) == 8
+    assert sum(line.startswith("SCALED") for line in results["lab_scale"]) == 9
     assert (report / "report.html").exists()
     assert all("/" not in s["run_dir"].split("/steps/")[1] for s in results["steps"])
     assert main(["--run-dir", str(tmp_path / "verify"), "report", "verify", str(report),

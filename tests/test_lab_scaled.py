@@ -17,7 +17,8 @@ from fxprobe.core.verdict import Outcome
 from fxprobe.gates import GATES, Evidence, evaluate_all, load_config
 from fxprobe.gates.config import BUYER, JUDGED_TOGETHER, LAB_FILE, THRESHOLD_KEYS, parse_config
 from fxprobe.lab.rehearse import Rehearse, Step
-from gate_helpers import fake_run, fxprobe, produced_fault, produced_multi_node, runs_of, signed_verification
+from gate_helpers import (fake_run, fxprobe, produced_fault, produced_multi_node, produced_selftest, runs_of,
+                          signed_verification)
 
 ROOT = Path(__file__).parent.parent
 CAPTURED = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
@@ -127,7 +128,7 @@ def test_the_shipped_lab_scale_names_each_departure_and_the_units_it_leaves_out_
     lab = load_config(LAB_FILE)
     assert lab.lab_scaled and lab.label == "gates-lab" and not load_config(ROOT / "gates.toml").lab_scaled
     departures = {name for name in THRESHOLD_KEYS if lab.get(*name.split(".")) != BUYER[name]}
-    assert departures == set(lab.scale["scaled"]) == {"g2.line_rate_gbps", "g3.nodes_sharing",
+    assert departures == set(lab.scale["scaled"]) == {"g1.spare_unaccounted_max", "g2.line_rate_gbps", "g3.nodes_sharing",
                                                       "g3.nic_ceiling_min_pct", "g4.soak_hours_min",
                                                       "g4.fault_stall_max_s", "g4.fault_window_min_s",
                                                       "g4.fault_recover_min_s", "g4.fault_region_min_mib"}
@@ -148,7 +149,7 @@ def lab_scaled_evidence(base: Path) -> tuple[list[Path], Path]:
     """Evidence that meets the lab-scaled thresholds and not the buyer's (no inference benchmarks at all), the soak
     and fault runs in a signed joint-test report verified; and gates-lab.toml trusting its signer (a copy)."""
     paths = [
-        fake_run(base, "selftest", {"drives_recognized": 24}),
+        fake_run(base, "selftest", produced_selftest(24, emulated=True)),   # QEMU's drives: no spare accounting
         fake_run(base, "line-efficiency", {"summary": {"line_efficiency": 0.96, "mean_bps": 0.0192e9},
                                            "port_speed_bps": 0.02e9, "interface": "l1"}),
         fake_run(base, "run", produced_multi_node(2, 0.004)),
@@ -174,7 +175,11 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     assert {name: v.outcome for name, v in lab.items()} == {
         f"{g} (gates-lab)": Outcome.PASS for g in ("G1 delivery acceptance", "G2 single-node baseline",
                                                    "G3 main joint test", "G4 stability and sign-off")}
-    assert [v.outcome for v in buyer.values()] == [Outcome.PASS, Outcome.FAIL, Outcome.FAIL, Outcome.FAIL]
+    assert [v.outcome for v in buyer.values()] == [Outcome.FAIL, Outcome.FAIL, Outcome.FAIL, Outcome.FAIL]
+    unaccounted = {c.name: c for c in buyer["G1 delivery acceptance"].criteria}["drives without spare accounting"]
+    assert unaccounted.outcome is Outcome.FAIL and "need <= 0" in unaccounted.line()     # emulated: the buyer's fail
+    assert "SCALED g1.spare_unaccounted_max = 24 (the buyer's 0): QEMU's emulated NVMe drives" in \
+        {c.name: c for c in lab["G1 delivery acceptance (gates-lab)"].criteria}["drives without spare accounting"].detail
     stall = {c.name: c for c in buyer["G4 stability and sign-off"].criteria}["link cut: longest stall (no completed I/O)"]
     assert stall.outcome is Outcome.FAIL and "need <= 2 s" in stall.line()
     lab_stall = {c.name: c for c in lab["G4 stability and sign-off (gates-lab)"].criteria}[stall.name]
@@ -196,7 +201,7 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     assert fxprobe(tmp_path, "report", *map(str, paths), str(gate_run), "--out", str(tmp_path / "r")) == 0
     md = (tmp_path / "r" / "report.md").read_text()
     assert "**PASSED AT LAB SCALE** - judged with the lab-scaled thresholds" in md and "ACCEPTED" not in md
-    assert "not the buyer's: 8 thresholds SCALED, 4 NOT JUDGED at lab scale" in md
+    assert "not the buyer's: 9 thresholds SCALED, 4 NOT JUDGED at lab scale" in md
     assert "| NOT JUDGED | baseline within reference |  |  |  | not judged at lab scale (g2.baseline_tolerance_pct): " in md
     assert "| `g4.fault_stall_max_s` | 5 SCALED |" in md
     assert "SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): the lab's emulated data link" in md
@@ -215,7 +220,7 @@ def test_a_lab_scaled_file_is_never_printed_as_the_buyer_s_and_a_gate_with_nothi
     text = (LAB_HEAD + '[scale.not_judged]\n"g1.drives_expected" = "no array here"\n')
     config = parse_config(text, str(tmp_path / "gates.toml"))
     assert config.label == "lab-scaled"
-    verdict = GATES["g1"].evaluate(Evidence.from_paths([fake_run(tmp_path, "selftest", {"drives_recognized": 3})]),
+    verdict = GATES["g1"].evaluate(Evidence.from_paths([fake_run(tmp_path, "selftest", produced_selftest(3))]),
                                    config)
     assert verdict.name == "G1 delivery acceptance (lab-scaled)" and verdict.outcome is Outcome.PASS  # self-test passed
     bare = parse_config(text, "gates.toml")

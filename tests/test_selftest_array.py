@@ -117,3 +117,44 @@ def test_nvme_cli_disagreeing_fails_and_a_failing_nvme_list_is_an_error(tmp_path
     assert code == 4 and agree["outcome"] == "error"
     assert "`nvme list -o json` exited 1: Failed to scan topology" in agree["detail"]
 
+# -- the G1 gate re-judges each self-test (review G1 items 5, 6) ------------------------------------------------------
+def gate_g1(tmp_path, capsys, *runs) -> tuple[int, dict]:
+    args = [a for run in runs for a in ("--evidence", str(run))]
+    code = main(["--runs", str(tmp_path / "gates"), "--json", "gate", "g1", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_worn_drive_passed_with_lax_self_test_limits_fails_the_gate_and_a_redirected_sysfs_is_refused(
+        tmp_path, capsys, array, monkeypatch):
+    monkeypatch.setenv("NVME_STANDIN_SMART", json.dumps({"nvme5": {"media_errors": "5000", "percent_used": 250,
+                                                                   "avail_spare": 1, "spare_thresh": 0}}))
+    write(array, "/sys/class/nvme/nvme6/firmware_rev", "0.9-beta\n")
+    code, results, _ = selftest(tmp_path, capsys, *EMULATED, "--max-media-errors", "100000", "--max-percent-used",
+                                "255", "--min-spare", "0", "--allow-mixed-firmware")
+    assert code == 0 and results["limits"]["max_media_errors"] == 100000      # the self-test it was asked for passes
+    code, gate = gate_g1(tmp_path, capsys, results["run_dir"])
+    c = criteria(gate)
+    assert code == 4 and c["self-test passed"]["outcome"] == "pass"
+    root = c["self-test read this machine's sysfs"]
+    assert root["outcome"] == "error" and root["measured"] == str(array) and "FXPROBE_SYSROOT" in root["detail"]
+    media, wear, spare = c["media errors (re-judged)"], c["wear (re-judged)"], c["available spare (re-judged)"]
+    assert (media["outcome"], media["measured"], media["threshold"]) == ("fail", 5000, 0)
+    assert "nvme5" in media["detail"] and "the self-test ran with --max-media-errors 100000" in media["detail"]
+    assert (wear["outcome"], wear["measured"], wear["threshold"]) == ("fail", 250, 90)
+    assert spare["outcome"] == "fail" and spare["measured"] == 1 and "--min-spare 0" in spare["detail"]
+    firmware = c["firmware versions (re-judged)"]
+    assert firmware["outcome"] == "fail" and firmware["measured"] == 2 and "--allow-mixed-firmware" in firmware["detail"]
+    assert c["drives without spare accounting"]["measured"] == 23       # QEMU's: the buyer's 0 fails them too
+
+
+def test_the_gate_passes_a_healthy_self_test_of_this_machine_and_not_one_that_did_not_say_where_it_read(
+        tmp_path, capsys):
+    from gate_helpers import fake_run, produced_selftest
+    healthy = fake_run(tmp_path / "ev", "selftest", produced_selftest(24))
+    code, gate = gate_g1(tmp_path, capsys, healthy)
+    assert code == 0, [c for c in gate["verdict"]["criteria"] if c["outcome"] != "pass"]
+    older = produced_selftest(24)
+    del older["sysfs_root"]
+    code, gate = gate_g1(tmp_path, capsys, fake_run(tmp_path / "ev", "selftest", older))
+    root = criteria(gate)["self-test read this machine's sysfs"]
+    assert code == 3 and root["outcome"] == "not run" and "does not record which sysfs root" in root["detail"]

@@ -7,6 +7,7 @@ G1  runs with ``command`` "selftest" (one per array; every one must pass; a flee
       ``drives_recognized`` or else the measured value of the selftest verdict's
       "drives recognized" criterion          >= g1.drives_expected (24)
       the run's own ``outcome``             == pass (live, healthy drives: the self-test's own criteria)
+      ``sysfs_root`` == "/", and each drive's SMART figures re-judged against [g1] (see :mod:`fxprobe.gates.g1`)
       every name in g1.arrays (or ``gate g1 --arrays``) has one: its fleet node name, else ``node``
 G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y}}``
       (``fxprobe gate g2 --measured FILE... --reference TABLE.toml`` writes one, see gates.g2)
@@ -49,6 +50,7 @@ from pathlib import Path
 from fxprobe.faults.scenario import LINK_KINDS
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Requirement, errored
+from fxprobe.gates.g1 import UNITS as G1_UNITS
 from fxprobe.gates.g3 import G3
 from fxprobe.gates.g4 import fault_units, soak_clock
 from fxprobe.core.kernel import NET_CLASS
@@ -327,6 +329,7 @@ G1 = Gate("g1", "delivery acceptance", checks=(
     Check("drives recognized", SELFTEST, "drives_recognized|verdict.criteria.name=drives recognized.measured",
           ">=", "drives_expected"),
     OutcomeCheck("self-test passed", SELFTEST),
+    *G1_UNITS,
 ), extras=(Judge(EVERY_ARRAY_NAME, (), every_array_criteria),))
 G2 = Gate("g2", "single-node baseline", extras=(
     Judge(LINE_RATE_NAME, ("line_efficiency_min_pct", "line_rate_gbps"), line_rate_criteria),

@@ -37,6 +37,12 @@ LAB_FILE = Path(__file__).resolve().parent.parent.parent / "gates-lab.toml"   # 
 
 class G1Thresholds(InputModel):
     drives_expected: PositiveInt = 24
+    # each self-test's drives re-judged here, whatever limits it ran with (gates.g1)
+    media_errors_max: NonNegativeInt = 0                  # the worst drive's media errors
+    wear_max_pct: Annotated[int, Field(ge=0, le=255)] = 90    # the worst drive's percentage used (NVMe: 0-255)
+    spare_min_pct: Percent = 10.0                         # available spare, at least this and the drive's threshold
+    spare_unaccounted_max: NonNegativeInt = 0             # drives reporting 0 % spare with threshold 0 % (emulated)
+    firmware_versions_max: PositiveInt = 1                # distinct firmware versions among the drives
     arrays: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9@._:\[\]-]{1,100}$")]] = []   # every array that must be self-tested
 
 
@@ -85,7 +91,8 @@ THRESHOLD_KEYS = tuple(f"{gate}.{key}" for gate, model in GATE_TABLES.items() fo
                        if key not in NOT_THRESHOLDS)
 # thresholds one criterion is judged with together: a lab scale leaves all of them out or none
 # (tests/test_lab_scale.py checks these against the gate catalog's criteria)
-JUDGED_TOGETHER = (("g2.line_efficiency_min_pct", "g2.line_rate_gbps"),
+JUDGED_TOGETHER = (("g1.spare_min_pct", "g1.spare_unaccounted_max"),
+                   ("g2.line_efficiency_min_pct", "g2.line_rate_gbps"),
                    ("g3.ttft_reduction_min_pct", "g3.throughput_gain_min_pct", "g3.throughput_gain_max_pct"),
                    ("g3.nic_ceiling_min_pct", "g3.nic_ceiling_gbps"))
 ThresholdKey = Annotated[str, Field(pattern=r"^g[1-4]\.[a-z0-9_]+$", description="a threshold, gate.key")]
