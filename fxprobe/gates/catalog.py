@@ -9,19 +9,22 @@ G1  runs with ``command`` "selftest" (one per array; every one must pass; a flee
       the run's own ``outcome``             == pass (live, healthy drives: the self-test's own criteria)
       ``sysfs_root`` == "/", and each drive's SMART figures re-judged against [g1] (see :mod:`fxprobe.gates.g1`)
       every name in g1.arrays (or ``gate g1 --arrays``) has one: its fleet node name, else ``node``
-G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y}}``
-      (``fxprobe gate g2 --measured FILE... --reference TABLE.toml`` writes one, see gates.g2)
-      |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric
+G2  a run holding ``baseline_comparison``: ``{metric: {"measured": x, "reference": y, "reference_file": ...,
+      "column": "array_..."}}`` (``fxprobe gate g2 --measured FILE... --reference TABLE.toml`` writes one, see gates.g2)
+      |measured / reference - 1| x 100      <= g2.baseline_tolerance_pct, per metric, the reference file and column
+      printed; a column not the array's (or not recorded) is NOT RUN, and so is each of ``g2.problems`` (a result or
+      a reference level not compared: another model or unit, a level without a row or without a result)
     runs with ``command`` "line-efficiency" (or any holding the field):
       ``summary.mean_bps`` (goodput) / (g2.line_rate_gbps x 1e9) x 100 >= g2.line_efficiency_min_pct (83):
       against the GATE's line rate (100 Gb/s), never the port's own speed; and
       ``port_speed_bps`` (the port's reported speed) / 1e9 >= g2.line_rate_gbps
 G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain per
       concurrency, re-judged with the current thresholds (see :mod:`fxprobe.gates.g3`)
-    ``run`` results with ``workload.direction`` "read" and 2+ ``workload.nodes``:
-      ``workload.concurrent.fraction_of_ceiling`` (what the nodes moved while ALL ran: the common span
-      of their bw-log windows; none when they never all ran at once: FAIL) x 100 >= g3.nic_ceiling_min_pct, and
-      the number of ``workload.nodes``      >= g3.nodes_sharing
+    ``run`` results with ``workload.direction`` "read" and 2+ ``workload.nodes`` (see :mod:`fxprobe.gates.readback`):
+      ``workload.concurrent.aggregate_bps`` (what the nodes moved while ALL ran: the common span of their bw-log
+      windows; none when they never all ran at once: FAIL) x 8 / g3.nic_ceiling_gbps x 100 >= g3.nic_ceiling_min_pct
+      (above 100: ERROR; a run that is not distinct nodes reading a block device direct, full size: NOT RUN), and
+      the number of distinct ``workload.nodes`` other than this machine >= g3.nodes_sharing
 G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >= g4.soak_hours_min,
       ``interruptions`` (a count or a list) <= g4.interruptions_max
     runs with ``command`` "fault run" (not ``dry_run``), ``plan.kind`` "drive-pull" and one of
