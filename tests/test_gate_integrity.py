@@ -102,6 +102,8 @@ def test_an_edited_fleet_sub_run_feeds_nothing_even_with_the_fleet_re_hashed(tmp
     assert "drives recognized [array2]" not in found and found["drives recognized [array]"].outcome is Outcome.PASS
     altered = found["evidence array2 intact"]
     assert altered.outcome is Outcome.ERROR and str(sub) in altered.detail
+    from fxprobe.report.collect import read_run                  # and the report reads it as the gates do
+    assert read_run(path).problems == ("nodes/array2: results.json: changed (SHA-256 differs from the manifest)",)
 
 
 @pytest.mark.parametrize("field, value", [("interruptions", -1), ("interruptions", 0.5)])

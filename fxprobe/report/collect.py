@@ -38,12 +38,22 @@ class RunView(RunResults):
 verdict_from_dict = Verdict.from_dict     # one (de)serialization of criteria: fxprobe.core.verdict
 
 
+def sub_run_problems(path: Path, results: dict) -> tuple[str, ...]:
+    """A fleet run's sub-runs (``nodes`` entries with a ``run_dir`` inside it) each checked against its own
+    manifest, as the gates check them: "nodes/a: results.json: changed ..."."""
+    nodes = results.get("nodes") if isinstance(results.get("nodes"), list) else []
+    folders = [path / n["run_dir"] for n in nodes if isinstance(n, dict) and isinstance(n.get("run_dir"), str)]
+    return tuple(f"{folder.relative_to(path).as_posix()}: {problem}" for folder in folders
+                 if folder.resolve() != path.resolve() and path.resolve() in folder.resolve().parents
+                 and (folder / "results.json").is_file() for problem in RunDir(folder).integrity())
+
+
 def read_run(path: Path) -> RunView:
     """A run as the report shows it; a folder unlike its manifest (RunDir.integrity) shows one ERROR criterion
     naming the files in place of its verdicts (a gate run's too: it decides nothing)."""
     run = RunDir.open(path)
     results = run.results()
-    problems = tuple(run.integrity())
+    problems = tuple(run.integrity()) + sub_run_problems(run.path, results)
     if problems:
         altered = Verdict(f"evidence {run.path.name} intact", (altered_criterion(run.path, list(problems)),))
         commands = tuple(c for c in (fold(r) for r in run.commands() if isinstance(r, dict)) if c is not None)
