@@ -1,5 +1,5 @@
 """A sysfs/procfs tree rebuilt from a capture (scripts/capture-nvme-sysfs), for tests that read it under a
-redirected root (core.sysfs.ROOT), with nvme-cli's captured output on PATH (fixtures' bin/nvme stand-in)."""
+redirected root (core.sysfs.ROOT), with nvme-cli's captured output on PATH (STANDIN: an nvme stand-in)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 ARRAY = Path(__file__).parent / "fixtures" / "lab" / "selftest-array"
+STANDIN = Path(__file__).parent / "standin" / "selftest-array"      # nvme-cli over ARRAY's captured output
 
 
 def build(root: Path, capture: Path = ARRAY / "sysfs.json") -> Path:

@@ -10,7 +10,7 @@ import pytest
 
 from fxprobe.cli.main import main
 from fxprobe.core import sysfs
-from sysfs_tree import ARRAY, build, write
+from sysfs_tree import STANDIN, build, write
 
 EMULATED = ["--emulated-drives", "QEMU NVMe Ctrl"]
 
@@ -19,7 +19,7 @@ EMULATED = ["--emulated-drives", "QEMU NVMe Ctrl"]
 def array(tmp_path, monkeypatch):
     root = build(tmp_path / "root")
     monkeypatch.setattr(sysfs, "ROOT", root)
-    monkeypatch.setenv("PATH", f"{ARRAY / 'bin'}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{STANDIN}:{__import__('os').environ['PATH']}")
     return root
 
 
