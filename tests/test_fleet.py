@@ -41,6 +41,7 @@ def test_two_nodes_run_at_once_each_leaves_a_sub_run_and_one_verdict(tmp_path):
         sub = run.path / r.run_dir
         assert (sub / "results.json").is_file() and (sub / "environment.json").is_file()
         assert RunDir.open(sub).results()["command"] == "preflight"
+        assert RunDir(sub).integrity() == []          # fetched whole: the gates read it against its own manifest
     records = [json.loads(line) for line in (run.path / "commands.jsonl").read_text().splitlines()]
     assert sum(r["name"].endswith(("-fetch-n1", "-fetch-n2")) for r in records) == 2
     verdict = fleet.verdict("preflight", results)
