@@ -103,8 +103,13 @@ def test_corrupt_aimed_at_this_machine_s_root_disk_is_refused_even_when_its_path
     assert any("root filesystem" in line for line in refused) and any("mounted" in line for line in refused), plan.lines
     with pytest.raises(UnsafeTarget):
         corrupt_plan(device, allow=(device,), dry_run=False)
-    with pytest.raises(UnsafeTarget, match="root filesystem"):     # --allow-visible lets no unsafe target through
-        corrupt_plan(device, allow=(device, plan.method.target), dry_run=False, allow_visible=True).method.inject()
+    # --allow-visible (a planted visible fault) lets no unsafe target through: refused at the plan, nothing started
+    shown = corrupt_plan(device, allow=(device, plan.method.target), allow_visible=True)
+    assert shown.unsafe and not [line for line in shown.lines if "allowed by --allow-visible" in line], shown.lines
+    with pytest.raises(UnsafeTarget, match="root filesystem.*--allow-visible does not allow"):
+        corrupt_plan(device, allow=(device, plan.method.target), dry_run=False, allow_visible=True)
+    with pytest.raises(UnsafeTarget, match="root filesystem"):     # and again at the moment of writing
+        shown.method.inject()
 
 
 def test_corrupt_is_allowed_by_the_identity_of_the_device_a_link_leads_to(tmp_path, loop):

@@ -60,7 +60,8 @@ def run(app: App, scenario, lab, dry_run, allow, allow_visible, metrics_port, me
     plan = engine.build_plan(loaded, runner, options)
     if options.dry_run:
         human = ["DRY RUN (nothing injected; add --yes and --allow-serial to run it):"] + plan.lines
-        if (plan.load_check is not None and not plan.load_check.safe) or (plan.refusals and not allow_visible):
+        if (plan.load_check is not None and not plan.load_check.safe) or (plan.refusals and not allow_visible) \
+                or plan.unsafe:
             app.emit({"dry_run": True, "plan": plan.to_dict()}, human)
             plan.require_safe_load()     # refused as the real run is: exit 2, after showing why
             plan.require_allowed()

@@ -72,6 +72,12 @@ class Method(Undo):
         return None
 
     def refusals(self) -> list[str]:
+        """Why this fault would be visible or lose data (only path, RAID redundancy): --allow-visible plants it."""
+        return []
+
+    def unsafe(self) -> list[str]:
+        """Why this fault would touch something in use (mounted, root, swap, held): never allowed, whatever the
+        options; each line is also among ``refusals``."""
         return []
 
     def restore_record(self) -> dict:

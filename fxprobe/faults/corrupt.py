@@ -148,6 +148,9 @@ class HostCorrupt(CorruptRange, Method):
             out.append(f"{resolved} reports no serial, WWID or backing file: nothing to allow it by")
         return out
 
+    def unsafe(self) -> list[str]:
+        return self.refusals()
+
     def plan(self) -> list[str]:
         shown = self.device if self.resolved in (None, self.device) else f"{self.device} (-> {self.resolved})"
         return [f"dd zeros over {self.length} B at offset {self.offset} of {shown}, identity {self.target}",

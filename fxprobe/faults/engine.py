@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError, UnsafeTarget
 from fxprobe.faults import advice as advice_mod
@@ -56,6 +56,7 @@ class Plan:
     lines: list[str]
     refusals: list[str]
     env: methods.Env
+    unsafe: list[str] = field(default_factory=list)   # of the refusals, those no option allows (in use)
     load_check: TargetCheck | None = None     # host/safety.check_load_target of the load, made once
     allow_visible: bool = False
     refusals_after_prepare: bool = False      # lab: the refusals are decided (once) by the prepare step
@@ -63,6 +64,7 @@ class Plan:
     def to_dict(self) -> dict:
         return {"scenario": self.scenario.name, "kind": self.scenario.kind, "via": self.method.via,
                 "target": self.method.target, "lines": self.lines, "refusals": self.refusals,
+                "unsafe": self.unsafe,
                 "load_check": self.load_check.to_dict() if self.load_check else None}
 
     def require_safe_load(self) -> None:
@@ -75,6 +77,10 @@ class Plan:
         """Raise the redundancy refusal (exit 2) unless --allow-visible: the one place a refusal stops a run -
         a real run before it touches anything (or once the lab is prepared, when only then it is known), a dry
         run after showing its plan."""
+        if self.unsafe:
+            raise UnsafeTarget(f"refusing {self.scenario.kind} on {self.method.target}: {self.unsafe[0]}; "
+                               "nothing injected", hint="pick a device that nothing uses (--allow-visible does "
+                               "not allow touching one in use)")
         if self.refusals and not self.allow_visible:
             raise UnsafeTarget(f"refusing {self.scenario.kind} on {self.method.target}: {self.refusals[0]}; "
                                f"nothing injected", hint="for a planted negative test add --allow-visible")
@@ -149,10 +155,12 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
         if not options.dry_run and method.target not in options.allow:
             raise UnsafeTarget(f"{scenario.kind} target {method.target} is not on the allow-list: nothing injected",
                                hint=f"check it is the device you mean, then add --allow {method.target}")
-    lines += [f"REFUSED{' (allowed by --allow-visible)' if options.allow_visible else ''}: {r}" for r in refusals]
+    unsafe = method.unsafe()
+    lines += [f"REFUSED{' (allowed by --allow-visible)' if options.allow_visible and r not in unsafe else ''}: {r}"
+              for r in refusals]
     if after_prepare:
         lines.append("safety refusals (only path, RAID redundancy): checked once the lab is prepared")
-    plan = Plan(scenario, method, lines, refusals, env, load_check, allow_visible=options.allow_visible,
+    plan = Plan(scenario, method, lines, refusals, env, unsafe, load_check, allow_visible=options.allow_visible,
                 refusals_after_prepare=after_prepare)
     if not options.dry_run:
         plan.require_allowed()

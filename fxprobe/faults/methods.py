@@ -368,6 +368,9 @@ class HostDrive(Method):
         unsafe, redundancy = self.judged()
         return unsafe + redundancy
 
+    def unsafe(self) -> list[str]:
+        return self.judged()[0]
+
     def require_safe(self) -> None:
         """At the moment of the fault, whatever was allowed since the plan: nothing in use is touched."""
         unsafe, _ = self.judged()
