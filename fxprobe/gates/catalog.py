@@ -52,7 +52,7 @@ from pathlib import Path
 
 from fxprobe.faults.scenario import LINK_KINDS
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Requirement, errored
+from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Requirement, RunRecord, errored, per_run
 from fxprobe.gates.g1 import UNITS as G1_UNITS
 from fxprobe.gates.g3 import G3
 from fxprobe.gates.g4 import fault_units, soak_clock
@@ -149,38 +149,28 @@ def line_rate_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion
     """G2 stress test: goodput / the gate's line rate (g2.line_rate_gbps, not the port's own speed) >= the
     minimum, and the port's nominal speed >= that line rate (a 10 GbE port cannot pass a 100 GbE gate)."""
     rate, least = config.get("g2", "line_rate_gbps"), config.get("g2", "line_efficiency_min_pct")
-    runs = evidence.matching(LINE_EFFICIENCY)
-    if not runs:
-        return [LINE_EFFICIENCY.absent(LINE_RATE_NAME, least, ">=", "%"),
-                LINE_EFFICIENCY.absent(PORT_SPEED_NAME, rate, ">=", "Gb/s")]
-    criteria = []
-    for run in runs:
-        suffix = "" if len(runs) == 1 else f" [{run.path.name}]"
-        if run.errored:
-            criteria += [errored(LINE_RATE_NAME + suffix, run, least, ">=", "%"),
-                         errored(PORT_SPEED_NAME + suffix, run, rate, ">=", "Gb/s")]
-            continue
-        against = f"against the gate's line rate {format_number(rate)} Gb/s (g2.line_rate_gbps, {config.source})"
+    against = f"against the gate's line rate {format_number(rate)} Gb/s (g2.line_rate_gbps, {config.source})"
+
+    def efficiency(name: str, run: RunRecord) -> Criterion:
         goodput = run.get("summary.mean_bps", None)
         try:
-            efficiency = exact(goodput) / (exact(rate) * 10 ** 9) * 100
+            pct = exact(goodput) / (exact(rate) * 10 ** 9) * 100
             gbps, need = exact(goodput) / 10 ** 9, exact(least) * exact(rate) / 100     # the same test in Gb/s
             shown = format_fixed(gbps, deciding_places(gbps, ">=", need))   # "83 Gb/s" never beside 82.99996 %
-            criteria.append(Criterion.compare(
-                LINE_RATE_NAME + suffix, efficiency, ">=", least, unit="%", evidence=run.evidence,
-                detail=f"goodput {shown} Gb/s {against}; {run.get('label', '?')}"))
+            return Criterion.compare(name, pct, ">=", least, unit="%", evidence=run.evidence,
+                                     detail=f"goodput {shown} Gb/s {against}; {run.get('label', '?')}")
         except (ValueError, TypeError, ZeroDivisionError):
-            criteria.append(Criterion(LINE_RATE_NAME + suffix, Outcome.ERROR, None, least, ">=", "%",
-                                      f"{run.evidence}: summary.mean_bps is not a finite number ({goodput!r})",
-                                      run.evidence))
+            return Criterion(name, Outcome.ERROR, None, least, ">=", "%",
+                             f"{run.evidence}: summary.mean_bps is not a finite number ({goodput!r})", run.evidence)
+
+    def port_speed(name: str, run: RunRecord) -> Criterion:
         speed, problem = _port_speed(run)
         port = f"{run.get('interface', '?')} as it reports itself"
-        criteria.append(Criterion.compare(PORT_SPEED_NAME + suffix, speed, ">=", rate, unit="Gb/s",
-                                          detail=problem or f"{port}; {against}", evidence=run.evidence)
-                        if speed is not None else
-                        Criterion(PORT_SPEED_NAME + suffix, Outcome.ERROR, None, rate, ">=", "Gb/s", problem,
-                                  run.evidence))
-    return criteria
+        return Criterion.compare(name, speed, ">=", rate, unit="Gb/s", detail=problem or f"{port}; {against}",
+                                 evidence=run.evidence) if speed is not None else \
+            Criterion(name, Outcome.ERROR, None, rate, ">=", "Gb/s", problem, run.evidence)
+    return per_run(LINE_EFFICIENCY, LINE_RATE_NAME, evidence, efficiency, least, ">=", "%") + \
+        per_run(LINE_EFFICIENCY, PORT_SPEED_NAME, evidence, port_speed, rate, ">=", "Gb/s")
 
 
 DATA_NAME = "data verified (mismatches)"
@@ -271,21 +261,13 @@ def _carried(run, evidence: Evidence) -> tuple[Outcome, str]:
 
 
 def signed_report_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
-    runs = evidence.matching(REPORT_VERIFY)
-    if not runs:
-        return [REPORT_VERIFY.absent(SIGNED_NAME, "pass", "==")]
-    criteria = []
-    for run in runs:
-        name = SIGNED_NAME if len(runs) == 1 else f"{SIGNED_NAME} [{run.path.name}]"
-        if run.errored:
-            criteria.append(errored(name, run, "pass", "=="))
-            continue
+    def judge(name: str, run: RunRecord) -> Criterion:
         outcome, detail = _signed(run, config.trusted_signers())
         if outcome is Outcome.PASS:
             outcome, carried = _carried(run, evidence)
             detail = f"{detail}; {carried}"
-        criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence))
-    return criteria
+        return Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence)
+    return per_run(REPORT_VERIFY, SIGNED_NAME, evidence, judge, "pass", "==")
 
 
 EVERY_ARRAY_NAME = "every array self-tested"

@@ -247,6 +247,26 @@ def did_not_run(name: str, run: RunRecord, threshold: Any = None, comparator: st
                      run.evidence)
 
 
+def per_run(requirement: Requirement, name: str, evidence: Evidence, judge: Callable[[str, RunRecord], Criterion],
+            threshold: Any = None, comparator: str = "", unit: str = "", not_run: bool = False) -> list[Criterion]:
+    """One criterion per run the requirement matches (named ``name [run]`` when several do): NOT RUN when none
+    is among the evidence, ERROR for a run that ended in error, with ``not_run`` NOT RUN for a run that did not run
+    (its own reason), else ``judge(name, run)``."""
+    runs = evidence.matching(requirement)
+    if not runs:
+        return [requirement.absent(name, threshold, comparator, unit)]
+    criteria = []
+    for run in runs:
+        label = name if len(runs) == 1 else f"{name} [{run.label}]"
+        if run.errored:
+            criteria.append(errored(label, run, threshold, comparator, unit))
+        elif not_run and run.outcome == Outcome.NOT_RUN.value:
+            criteria.append(did_not_run(label, run, threshold, comparator, unit))
+        else:
+            criteria.append(judge(label, run))
+    return criteria
+
+
 @dataclass(frozen=True)
 class Check:
     """A declared criterion: ``measured = field (/ per) * scale`` compared to a threshold.
@@ -277,17 +297,8 @@ class Check:
 
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
         threshold = config.get(gate, self.threshold)
-        runs = evidence.matching(self.requirement)
-        if not runs:
-            return [self.requirement.absent(self.name, threshold, self.comparator, self.unit)]
-        criteria = []
-        for run in runs:
-            name = self.name if len(runs) == 1 else f"{self.name} [{run.label}]"
-            if run.errored:
-                criteria.append(errored(name, run, threshold, self.comparator, self.unit))
-            else:
-                criteria.append(self._one(name, run, threshold))
-        return criteria
+        return per_run(self.requirement, self.name, evidence, lambda name, run: self._one(name, run, threshold),
+                       threshold, self.comparator, self.unit)
 
     def _value(self, run: RunRecord, dotted: str) -> tuple[Fraction | None, str]:
         """The recorded figure, exact (see fxprobe.core.verdict.exact); NaN/inf/non-numbers are problems."""
@@ -358,25 +369,17 @@ class OutcomeCheck:
                 if run.get(dotted, None) is not None]
 
     def evaluate(self, gate: str, evidence: Evidence, config: GateConfig) -> list[Criterion]:
-        runs = evidence.matching(self.requirement)
-        if not runs:
-            return [self.requirement.absent(self.name, "pass", "==")]
-        criteria = []
-        for run in runs:
-            name = self.name if len(runs) == 1 else f"{self.name} [{run.label}]"
-            if run.errored:
-                criteria.append(errored(name, run, "pass", "=="))
-                continue
-            try:
-                outcome = Outcome(run.outcome)
-            except ValueError:
-                criteria.append(Criterion(name, Outcome.ERROR, run.outcome or None, "pass", "==", "",
-                                          "results.json has no valid 'outcome'", run.evidence))
-                continue
-            reason = run.results.get("reason") or lookup(run.results, "verdict.reason", "")
-            detail = ", ".join(filter(None, [reason if isinstance(reason, str) else ""] + self._context(run)))
-            criteria.append(Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence))
-        return criteria
+        return per_run(self.requirement, self.name, evidence, self._own, "pass", "==")
+
+    def _own(self, name: str, run: RunRecord) -> Criterion:
+        try:
+            outcome = Outcome(run.outcome)
+        except ValueError:
+            return Criterion(name, Outcome.ERROR, run.outcome or None, "pass", "==", "",
+                             "results.json has no valid 'outcome'", run.evidence)
+        reason = run.results.get("reason") or lookup(run.results, "verdict.reason", "")
+        detail = ", ".join(filter(None, [reason if isinstance(reason, str) else ""] + self._context(run)))
+        return Criterion(name, outcome, outcome.value, "pass", "==", "", detail, run.evidence)
 
 
 Extra = Callable[[Evidence, GateConfig], list[Criterion]]

@@ -22,27 +22,10 @@ from typing import Callable
 
 from fxprobe.core.verdict import Criterion, Outcome, exact
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import Evidence, Judge, Requirement, RunRecord, did_not_run, errored
+from fxprobe.gates.engine import Evidence, Judge, Requirement, RunRecord, per_run
 
 SELFTEST = Requirement("selftest run", "fxprobe selftest", commands=("selftest",))
 ROOT_NAME = "self-test read this machine's sysfs"
-
-
-def _per_run(name: str, evidence: Evidence, judge: Callable[[str, RunRecord], Criterion], threshold=None,
-             comparator: str = "", unit: str = "") -> list[Criterion]:
-    runs = evidence.matching(SELFTEST)
-    if not runs:
-        return [SELFTEST.absent(name, threshold, comparator, unit)]
-    out = []
-    for run in runs:
-        label = name if len(runs) == 1 else f"{name} [{run.label}]"
-        if run.errored:
-            out.append(errored(label, run, threshold, comparator, unit))
-        elif run.outcome == Outcome.NOT_RUN.value:
-            out.append(did_not_run(label, run, threshold, comparator, unit))
-        else:
-            out.append(judge(label, run))
-    return out
 
 
 def root_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
@@ -56,7 +39,7 @@ def root_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
         return Criterion(name, Outcome.ERROR, str(root), "/", "==", "",
                          f"the self-test read a redirected tree ({root}, FXPROBE_SYSROOT), not this machine's "
                          "kernel: no evidence about an array", run.evidence)
-    return _per_run(ROOT_NAME, evidence, judge, "/", "==")
+    return per_run(SELFTEST, ROOT_NAME, evidence, judge, "/", "==", not_run=True)
 
 
 def _smart(run: RunRecord) -> tuple[list[dict], str]:
@@ -68,6 +51,18 @@ def _smart(run: RunRecord) -> tuple[list[dict], str]:
     if unread:
         return [], f"no SMART log recorded for {', '.join(unread)} (the self-test's own criterion says why)"
     return drives, ""
+
+
+def _per_smart_run(name: str, evidence: Evidence, judge: Callable[[str, RunRecord, list[dict]], Criterion],
+                   threshold, comparator: str, unit: str = "") -> list[Criterion]:
+    """per_run over the self-tests, ``judge(label, run, drives)`` given the drives with their SMART logs; a run
+    that recorded none (or not for every drive) is ERROR saying which."""
+    def with_drives(label: str, run: RunRecord) -> Criterion:
+        drives, problem = _smart(run)
+        if not drives:
+            return Criterion(label, Outcome.ERROR, None, threshold, comparator, unit, problem, run.evidence)
+        return judge(label, run, drives)
+    return per_run(SELFTEST, name, evidence, with_drives, threshold, comparator, unit, not_run=True)
 
 
 def _figure(drive: dict, key: str) -> Fraction:
@@ -84,10 +79,7 @@ def _worst(name: str, key: str, comparator: str, gate_key: str, flag: str, own: 
     def criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
         threshold = config.get("g1", gate_key)
 
-        def judge(label: str, run: RunRecord) -> Criterion:
-            drives, problem = _smart(run)
-            if not drives:
-                return Criterion(label, Outcome.ERROR, None, threshold, comparator, unit, problem, run.evidence)
+        def judge(label: str, run: RunRecord, drives: list[dict]) -> Criterion:
             try:
                 worst = max(drives, key=lambda d: _figure(d, key))
                 measured = _figure(worst, key)
@@ -97,7 +89,7 @@ def _worst(name: str, key: str, comparator: str, gate_key: str, flag: str, own: 
             return Criterion.compare(label, measured, comparator, threshold, unit=unit, evidence=run.evidence,
                                      detail=f"worst drive {worst.get('serial')} ({worst.get('controller')}) of "
                                             f"{len(drives)}; {_own_limit(run, own, flag)}")
-        return _per_run(name, evidence, judge, threshold, comparator, unit)
+        return _per_smart_run(name, evidence, judge, threshold, comparator, unit)
     return Judge(name, (gate_key,), criteria)
 
 
@@ -108,10 +100,7 @@ def _unaccounted(drive: dict) -> bool:
 def spare_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
     least = config.get("g1", "spare_min_pct")
 
-    def judge(label: str, run: RunRecord) -> Criterion:
-        drives, problem = _smart(run)
-        if not drives:
-            return Criterion(label, Outcome.ERROR, None, least, ">=", "%", problem, run.evidence)
+    def judge(label: str, run: RunRecord, drives: list[dict]) -> Criterion:
         judged = [d for d in drives if not _unaccounted(d)]
         if not judged:      # nothing to compare: the drives are judged by their count (spare_unaccounted_max)
             most = config.get("g1", "spare_unaccounted_max")
@@ -125,23 +114,20 @@ def spare_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
                                  detail=f"closest drive {margin.get('serial')} ({margin.get('controller')}): threshold "
                                         f"{margin['smart'].get('spare_thresh')} %, gate minimum {least:g} %; "
                                         f"{_own_limit(run, 'min_spare_percent', '--min-spare')}")
-    return _per_run("available spare (re-judged)", evidence, judge, least, ">=", "%")
+    return _per_smart_run("available spare (re-judged)", evidence, judge, least, ">=", "%")
 
 
 def unaccounted_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
     most = config.get("g1", "spare_unaccounted_max")
 
-    def judge(label: str, run: RunRecord) -> Criterion:
-        drives, problem = _smart(run)
-        if not drives:
-            return Criterion(label, Outcome.ERROR, None, most, "<=", "", problem, run.evidence)
+    def judge(label: str, run: RunRecord, drives: list[dict]) -> Criterion:
         none = [d for d in drives if _unaccounted(d)]
         named = run.get("limits.emulated_model", None)
         return Criterion.compare(label, len(none), "<=", most, evidence=run.evidence, detail=(
             f"{len(none)} of {len(drives)} drives report 0 % spare with threshold 0 % (no spare left, or no "
             f"accounting, as emulated drives)" + (f"; the self-test named {named!r} emulated" if named else "")
             if none else ""))
-    return _per_run("drives without spare accounting", evidence, judge, most, "<=")
+    return _per_smart_run("drives without spare accounting", evidence, judge, most, "<=")
 
 
 def firmware_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
@@ -159,7 +145,7 @@ def firmware_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]
         return Criterion.compare(label, len(versions), "<=", most, evidence=run.evidence, detail="; ".join(
             f"{fw} x{len(s)}" + (f" ({', '.join(s)})" if len(s) < 4 else "") for fw, s in sorted(versions.items()))
             + ("; the self-test ran with --allow-mixed-firmware" if allowed else ""))
-    return _per_run("firmware versions (re-judged)", evidence, judge, most, "<=")
+    return per_run(SELFTEST, "firmware versions (re-judged)", evidence, judge, most, "<=", not_run=True)
 
 
 UNITS = (

@@ -32,31 +32,13 @@ verdict is shown beside the figures as information.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Callable
 
 from fxprobe.core.verdict import Criterion, Outcome
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import MISSING, Check, Evidence, Judge, Requirement, RunRecord, did_not_run, errored
+from fxprobe.gates.engine import MISSING, Check, Evidence, Judge, Requirement, RunRecord, per_run
 
 OWN_VERDICT = (("scenario", "plan.scenario"), ("its own verdict", "verdict"))
 NO_COMPLETIONS = "not measured: the load logged no completion (see 'load ended by its planned end')"
-
-
-def _per_run(name: str, requirement: Requirement, evidence: Evidence,
-             judge: Callable[[str, RunRecord], Criterion], threshold=None, comparator: str = "") -> list[Criterion]:
-    runs = evidence.matching(requirement)
-    if not runs:
-        return [requirement.absent(name, threshold, comparator)]
-    out = []
-    for run in runs:
-        label = name if len(runs) == 1 else f"{name} [{run.label}]"
-        if run.errored:
-            out.append(errored(label, run, threshold, comparator))
-        elif run.outcome == Outcome.NOT_RUN.value:
-            out.append(did_not_run(label, run, threshold, comparator))
-        else:
-            out.append(judge(label, run))
-    return out
 
 
 def _ended(name: str, run: RunRecord) -> Criterion:
@@ -102,17 +84,18 @@ def _soak_clock(name: str, run: RunRecord) -> Criterion:
 
 def soak_clock(requirement: Requirement) -> Judge:
     def judge(evidence: Evidence, config: GateConfig) -> list[Criterion]:
-        return _per_run(SOAK_CLOCK_NAME, requirement, evidence, _soak_clock, "monotonic", "==")
+        return per_run(requirement, SOAK_CLOCK_NAME, evidence, _soak_clock, "monotonic", "==", not_run=True)
     return Judge(SOAK_CLOCK_NAME, (), judge)
 
 
 def fault_units(what: str, requirement: Requirement) -> tuple:
     """The invisibility criteria of one fault kind ("drive pull", "link cut"), each against a [g4] threshold."""
     def ended(evidence: Evidence, config: GateConfig) -> list[Criterion]:
-        return _per_run(f"{what}: load ended by its planned end", requirement, evidence, _ended, "yes", "==")
+        return per_run(requirement, f"{what}: load ended by its planned end", evidence, _ended, "yes", "==",
+                       not_run=True)
 
     def seen(evidence: Evidence, config: GateConfig) -> list[Criterion]:
-        return _per_run(f"{what}: fault seen in its window", requirement, evidence, _seen, "yes", "==")
+        return per_run(requirement, f"{what}: fault seen in its window", evidence, _seen, "yes", "==", not_run=True)
 
     return (
         Judge(f"{what}: fault seen in its window", (), seen),

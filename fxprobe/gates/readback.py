@@ -29,7 +29,7 @@ import ipaddress
 
 from fxprobe.core.verdict import Criterion, Outcome, deciding_places, exact, format_fixed, format_number
 from fxprobe.gates.config import GateConfig
-from fxprobe.gates.engine import MISSING, Evidence, Requirement, RunRecord, did_not_run, errored
+from fxprobe.gates.engine import MISSING, Evidence, Requirement, RunRecord, did_not_run, per_run
 from fxprobe.workload.common_span import Concurrent
 
 MULTI_NODE = Requirement("multi-node read-back run", "fxprobe run PROFILE --nodes host1,...,host8 (a read profile)",
@@ -101,15 +101,8 @@ def fitness(run: RunRecord, config: GateConfig) -> tuple[list[str], list[str]]:
 def ceiling_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
     """Every multi-node read-back run: what its nodes moved while all of them ran, against the configured ceiling."""
     threshold = config.get("g3", "nic_ceiling_min_pct")
-    runs = evidence.matching(MULTI_NODE)
-    if not runs:
-        return [MULTI_NODE.absent(CEILING, threshold, ">=", "%")]
-    criteria = []
-    for run in runs:
-        name = CEILING if len(runs) == 1 else f"{CEILING} [{run.label}]"
-        criteria.append(errored(name, run, threshold, ">=", "%") if run.errored else
-                        _ceiling_one(name, run, threshold, config))
-    return criteria
+    return per_run(MULTI_NODE, CEILING, evidence, lambda name, run: _ceiling_one(name, run, threshold, config),
+                   threshold, ">=", "%")
 
 
 def _ceiling_one(name: str, run: RunRecord, threshold: float, config: GateConfig) -> Criterion:
@@ -165,17 +158,10 @@ def ceiling_figure(name: str, run: RunRecord, record: Concurrent, threshold: flo
 def nodes_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:
     """The distinct nodes of each multi-node read-back that are other machines than the one that ran fio."""
     need = config.get("g3", "nodes_sharing")
-    runs = evidence.matching(MULTI_NODE)
-    if not runs:
-        return [MULTI_NODE.absent(NODES, need, ">=")]
-    criteria = []
-    for run in runs:
-        name = NODES if len(runs) == 1 else f"{NODES} [{run.label}]"
-        if run.errored:
-            criteria.append(errored(name, run, need, ">="))
-            continue
+
+    def judge(name: str, run: RunRecord) -> Criterion:
         remote, left_out = node_split(run)
         detail = (f"not counted: {', '.join(left_out)} (this machine, loopback, or listed twice)" if left_out else
                   f"distinct nodes: {', '.join(remote)}")
-        criteria.append(Criterion.compare(name, len(remote), ">=", need, detail=detail, evidence=run.evidence))
-    return criteria
+        return Criterion.compare(name, len(remote), ">=", need, detail=detail, evidence=run.evidence)
+    return per_run(MULTI_NODE, NODES, evidence, judge, need, ">=")
