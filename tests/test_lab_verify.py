@@ -54,6 +54,7 @@ def corrupt_scenario(tmp_path: Path, array_offset: str) -> Path:
         "description": "zeros below md on a raid0 member while a verifying read load runs",
         "fault": {"kind": "corrupt", "array_offset": array_offset, "length": "256k"},
         "timing": SHORT,
+        "criteria": {"max_errors": 0, "max_stall_s": 2.0, "min_throughput_pct": 50.0, "max_p99_ratio": 10.0},
         "load": {"rw": "randread", "bs": "4k", "iodepth": 8, "region": SMALL},
         "lab": {"export": "twin", "twin_level": "raid0", "twin_drives": 2}})
 

@@ -459,7 +459,8 @@ class FaultRun:
         lab = self.env.lab is not None
         seen = seen_mod.observe(self.scenario.kind, self.inject_requested_t, self.restore_t, self.samples,
                                 self.events, "array" if lab else "local", self.env.load_host if lab else "local",
-                                self.method.load_nics(self.site.live), list(self.method.observed))
+                                self.method.load_nics(self.site.live), list(self.method.observed),
+                                early_s=self.offset_err or 0.0)
         if seen is not None:
             self.say(f"fault seen: {'; '.join(seen.evidence)}" if seen.seen else seen.criterion().detail)
         return seen

@@ -32,13 +32,15 @@ class Seen(AsDict):
     seen: bool
     evidence: tuple[str, ...]      # what was observed (the first few), or nothing
     looked_for: str                # what would have shown the fault
-    window_s: tuple[float, float]  # the window, seconds after the inject request: (0, restore + GRACE_S)
+    window_s: tuple[float, float]  # the window, seconds after the inject request: (-clock uncertainty, restore + GRACE_S)
 
     def criterion(self) -> Criterion:
         if self.seen:
             return Criterion(NAME, Outcome.PASS, "yes", "yes", "==", "", "; ".join(self.evidence), "timeline")
+        early = f"{-self.window_s[0]:.3f} s before the inject request (the nodes' clock uncertainty)" \
+            if self.window_s[0] < 0 else "the inject request"
         return Criterion(NAME, Outcome.ERROR, "no", "yes", "==", "",
-                         f"the fault was not seen: no {self.looked_for} between the inject request and "
+                         f"the fault was not seen: no {self.looked_for} between {early} and "
                          f"{self.window_s[1]:.1f} s after it (the restore + {GRACE_S:g} s); its figures do not show "
                          "a fault", "timeline")
 
@@ -96,18 +98,20 @@ def events_seen(events: list[dict], start: float, end: float, node: str, kind: s
 
 
 def observe(kind: str, start: float, restore: float, samples: list, events: list[dict], drive_node: str,
-            load_node: str, nics: set[str], hook: list[str]) -> Seen | None:
-    """The fault's effect in [start, restore + GRACE_S] (None: a kind G4 does not judge, e.g. corrupt)."""
+            load_node: str, nics: set[str], hook: list[str], early_s: float = 0.0) -> Seen | None:
+    """The fault's effect in [start, restore + GRACE_S] (None: a kind G4 does not judge, e.g. corrupt). A node's
+    kernel event counts from ``early_s`` before the inject request: its stamp is on that node's clock, put on ours
+    with an uncertainty (a QMP link cut's netlink DOWN was stamped 4 ms before the request, uncertainty 43 ms)."""
     if kind not in JUDGED_KINDS:
         return None
-    end = restore + GRACE_S
+    end, early = restore + GRACE_S, max(0.0, early_s)
     if kind == "drive-pull":
-        found = md_degraded(samples, start, end) + events_seen(events, start, end, drive_node, kind, nics)
+        found = md_degraded(samples, start, end) + events_seen(events, start - early, end, drive_node, kind, nics)
         looked = (f"md array degraded, drive removal (uevent on {drive_node}) or the hook's status showing the "
                   "drive absent")
     else:
-        found = paths_lost(samples, start, end) + events_seen(events, start, end, load_node, kind, nics)
+        found = paths_lost(samples, start, end) + events_seen(events, start - early, end, load_node, kind, nics)
         looked = (f"load path leaving live, link down (netlink on {load_node}) of an interface carrying a load path "
                   f"({', '.join(sorted(nics)) or 'none found'}) or the hook's status showing the port down")
     found += hook
-    return Seen(bool(found), tuple(found[:5]), looked, (0.0, round(end - start, 3)))
+    return Seen(bool(found), tuple(found[:5]), looked, (-round(early, 3), round(end - start, 3)))
