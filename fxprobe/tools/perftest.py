@@ -103,9 +103,17 @@ def _make_row(values: dict, unit: str, source: str, where: str) -> PerftestRow:
     average = number(values["average"], source, f"{where}.BW average")
     if peak < 0 or average < 0:
         raise ParseError(source, f"{where}.BW average", "negative bandwidth")
+    size, iterations = integer(values["size"], source, f"{where}.#bytes"), \
+        integer(values["iterations"], source, f"{where}.#iterations")
+    if average == 0 and size > 0 and iterations > 0:
+        # seen from soft-RoCE in the lab (150 x 64 KiB in 6 s, "Correlation coefficient r^2 < 0.9" on stderr): the
+        # tool's own clock measurement failed; 0 is not what the link carried
+        raise ParseError(source, f"{where}.BW average", f"0 after {iterations} iterations of {size} B: perftest's "
+                         "own time measurement failed, or the rate is below the printed resolution - not a measured "
+                         "bandwidth; run it again (for a link that slow: with --report_gbits, 6 decimals)")
     return PerftestRow(
-        msg_size=integer(values["size"], source, f"{where}.#bytes"),
-        iterations=integer(values["iterations"], source, f"{where}.#iterations"),
+        msg_size=size,
+        iterations=iterations,
         bw_peak_bytes=to_bytes_per_second(peak, unit),
         bw_average_bytes=to_bytes_per_second(average, unit),
         msg_rate_mpps=number(values["rate"], source, f"{where}.MsgRate"),
