@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import loopdev
+
 from fxprobe.tools.fio import parse_fio_verify_errors
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio-verify"
@@ -21,16 +23,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "fio-verify"
 
 @pytest.fixture
 def loop(tmp_path):
-    if os.geteuid() != 0 or shutil.which("losetup") is None or shutil.which("fio") is None:
-        pytest.skip("needs root, losetup and fio")
-    image = tmp_path / "disk.img"
-    with open(image, "wb") as handle:
-        handle.truncate(48 << 20)
-    done = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(image)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"no loop device: {done.stderr.strip()}")
-    yield done.stdout.strip(), f"loop:{image}"
-    subprocess.run(["losetup", "-d", done.stdout.strip()], check=False)
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio")
+    yield from loopdev.loop_device(tmp_path, 48 << 20, direct_io=True)
 
 
 def run(tmp_path: Path, device: str, identity: str, offset: str, timing: str = "steady_s = 3\nsettle_s = 1\n"

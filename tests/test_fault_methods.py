@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import loopdev
+
 from fxprobe.core import sysfs
 from fxprobe.core.errors import BadInput, NotRunnable
 from fxprobe.faults import engine, methods
@@ -273,16 +275,8 @@ def test_cli_list_names_the_shipped_scenarios(tmp_path):
 
 @pytest.fixture
 def loop_device(tmp_path):
-    if os.geteuid() != 0 or shutil.which("losetup") is None:
-        pytest.skip("needs root and losetup")
-    image = tmp_path / "disk.img"
-    with open(image, "wb") as handle:
-        handle.truncate(64 << 20)
-    done = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(image)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"no loop device: {done.stderr.strip()}")
-    yield done.stdout.strip()
-    subprocess.run(["losetup", "-d", done.stdout.strip()], check=False)
+    for device, _ in loopdev.loop_device(tmp_path, 64 << 20, direct_io=True):
+        yield device
 
 
 @pytest.mark.alone   # its load's figures are measured here: run alone

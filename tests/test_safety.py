@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import loopdev
+
 from fxprobe.core.errors import BadInput, UnsafeTarget
 from fxprobe.host.safety import SystemView, check_target
 
@@ -225,18 +227,7 @@ def test_a_by_id_link_is_judged_as_the_device_it_leads_to(review_tree):
 
 @pytest.fixture
 def loop_device(tmp_path):
-    import shutil
-    import subprocess
-    if os.geteuid() != 0 or shutil.which("losetup") is None:
-        pytest.skip("needs root and losetup")
-    image = tmp_path / "disk.img"
-    with open(image, "wb") as handle:
-        handle.truncate(8 << 20)
-    done = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"no loop device: {done.stderr.strip()}")
-    yield done.stdout.strip(), f"loop:{image}"
-    subprocess.run(["losetup", "-d", done.stdout.strip()], check=False)
+    yield from loopdev.loop_device(tmp_path, 8 << 20)
 
 
 def test_a_device_someone_holds_exclusively_is_refused_by_the_kernel_s_answer(loop_device):
