@@ -63,8 +63,7 @@ def check_against_raw_logs(workload: dict, logs: list[Path]) -> dict:
         assert (span.windows, span.start_ms, span.end_ms, span.span_s, span.whole_s) == tuple(
             reference[k] for k in ("windows", "start_ms", "end_ms", "span_s", "whole_s"))
         assert span.bytes == pytest.approx(reference["bytes"], rel=1e-12)
-        if span.io_bytes is not None:      # recorded since 43ff093 (the captured 2-host rehearsal is older)
-            assert span.io_bytes == repeat["io_bytes"] and 0 < span.logged_bytes <= span.io_bytes
+        assert span.io_bytes == repeat["io_bytes"] and 0 < span.logged_bytes <= span.io_bytes   # since 43ff093
         if reference["aggregate_bps"] is None:
             assert span.aggregate_bps is None and "never all ran at once" in span.reason
         else:

