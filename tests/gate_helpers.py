@@ -23,9 +23,25 @@ def runs_of(tmp_path: Path, command: str) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.name.endswith("-" + command.replace(" ", "-")))
 
 
+ARRAY_NQN = "nqn.2026-12.io.fxprobe:tests:array"      # the array the fake runs measured (array_seen)
+ARRAY_PORTS = ["10.1.0.1", "10.2.0.1"]
+TOUCHING = ("line-efficiency", "run", "soak", "fault run")
+
+
+def array_seen(command: str, nqn: str = ARRAY_NQN, ports: list[str] = ARRAY_PORTS) -> list[dict]:
+    """What a producer records of the array it measured: line efficiency its peer, a fio load the target's subsystem."""
+    if command == "line-efficiency":
+        return [{"addresses": ports[:1]}]
+    return [{"node": "local", "target": "/dev/nvme0n1", "nqn": nqn, "serial": "FXLABTEST", "transport": "tcp",
+             "addresses": list(ports)}]
+
+
 def fake_run(base: Path, command: str, results: dict, outcome: str = "pass") -> Path:
     """A finished run directory whose results.json holds ``results`` (what a producer would write),
-    in the library's envelope."""
+    in the library's envelope; a command that touches an array records the tests' array (``array_seen``)
+    unless ``results`` says otherwise."""
+    if command in TOUCHING and "array_seen" not in results:
+        results = {**results, "array_seen": array_seen(command)}
     run = RunDir.start(command, ["fxprobe", *command.split()], base=base)
     run.finish(Outcome(outcome), results, reason="" if outcome == "pass" else f"planted {outcome}")
     return run.path

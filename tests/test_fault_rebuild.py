@@ -123,8 +123,8 @@ def test_g4_shows_a_drive_pull_s_rebuild_as_information_never_judged(tmp_path):
     runs = [fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull"}, "impact": {"errors": 0},
                                              "rebuild": result.to_dict()})]
     config = load_config(None)
-    without = GATES["g4"].evaluate(Evidence.from_paths(runs[:0] or [fake_run(tmp_path, "soak", {"duration_s": 1})]),
-                                   config)
+    without = GATES["g4"].evaluate(Evidence.from_paths([fake_run(tmp_path / "without", "fault run", {
+        "plan": {"kind": "drive-pull"}, "impact": {"errors": 0}})]), config)
     verdict = GATES["g4"].evaluate(Evidence.from_paths(runs), config)
     assert [c.name for c in verdict.criteria] == [c.name for c in without.criteria]    # no criterion added
     (note,) = verdict.notes

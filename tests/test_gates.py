@@ -63,7 +63,7 @@ def test_defaults_match_the_shipped_gates_toml():
 
 
 @pytest.mark.parametrize("text, words", [
-    ("[g9]\nx = 1\n", "field 'g9': unknown key; allowed here: g1, g2, g3, g4"),
+    ("[g9]\nx = 1\n", "field 'g9': unknown key; allowed here: array, g1, g2, g3, g4"),
     ("[g3]\nttft_reduction = 25\n", "field 'g3.ttft_reduction': unknown key; allowed here: concurrency_levels, nic_ceiling_gbps, nic_ceiling_min_pct"),
     ("[g3]\nttft_reduction_min_pct = 'a'\n", "field 'g3.ttft_reduction_min_pct': expected a number (got 'a')"),
     ("[g3]\nthroughput_gain_min_pct = 50\n", "field 'g3.throughput_gain_max_pct': is below "

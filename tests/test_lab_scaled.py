@@ -202,7 +202,7 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     args = [a for p in paths for a in ("--evidence", str(p))]
     assert fxprobe(tmp_path, "gate", "all", *args, "--config", str(lab_file)) == 0
     out = capsys.readouterr().out
-    assert "G2 single-node baseline (gates-lab)      PASS     2 pass, 1 not judged at lab scale" in out
+    assert "G2 single-node baseline (gates-lab)      PASS     3 pass, 1 not judged at lab scale" in out
     assert "NOT JUDGED TTFT reduction and throughput gain (g3.ttft_reduction_min_pct, g3.throughput_gain_min_pct, " \
            "g3.throughput_gain_max_pct): not judged at lab scale: " in out
     assert out.count("SCALED g4.fault_stall_max_s = 5 (the buyer's 2)") == 2           # drive pull and link cut
@@ -216,7 +216,7 @@ def test_every_gate_passes_at_lab_scale_printing_what_it_scaled_and_left_out_whi
     assert "SCALED g2.line_rate_gbps = 0.02 (the buyer's 100): the lab's emulated data link" in md
     junit = ElementTree.parse(tmp_path / "r" / "junit.xml").getroot()
     g3 = next(s for s in junit.findall("testsuite") if s.get("name") == "G3 main joint test (gates-lab)")
-    assert (g3.get("tests"), g3.get("failures"), g3.get("skipped")) == ("3", "0", "1")
+    assert (g3.get("tests"), g3.get("failures"), g3.get("skipped")) == ("4", "0", "1")   # + the array measured
     skipped = [c for c in g3.findall("testcase") if c.find("skipped") is not None]
     assert [c.get("name") for c in skipped] == ["G3 / TTFT reduction and throughput gain"]
     assert "not judged at lab scale: TTFT reduction" in skipped[0].find("skipped").get("message")

@@ -80,6 +80,27 @@ def check_statistics(wl: dict) -> None:
     assert wl["layout"].startswith("none (reads the data already on the device")
 
 
+def check_array_seen(lab, run) -> None:
+    """Each node recorded the array it read as its kernel names it (the namespace's NVMe subsystem: the export's NQN,
+    the array's ports on that host's links), and G3 ties the read-back to a gates file naming those ports - and
+    fails it for a file naming another port (the planted twin)."""
+    from fxprobe.gates import GATES, Evidence
+    from fxprobe.gates.config import parse_config
+    from fxprobe.gates.measured_array import NAME
+    seen = {e["node"]: e for e in json.loads((run / "results.json").read_text())["array_seen"]}
+    assert sorted(seen) == ["host1", "host2"], seen
+    for host, entry in seen.items():
+        assert entry["nqn"] == lab.main_export.nqn and entry["transport"] == "tcp" and entry["serial"], entry
+        assert entry["addresses"] == sorted(link.array_ip for link in lab.links(host)), entry
+    ports = sorted({link.array_ip for link in lab.links()})
+    for named, outcome in ((ports, "pass"), (ports[1:] + ["10.99.0.1"], "fail")):
+        config = parse_config(f"[array]\naddresses = {json.dumps(named)}\n", "gates.toml")
+        verdict = GATES["g3"].evaluate(Evidence.from_paths([run]), config)
+        (row,) = [c for c in verdict.criteria if c.name.startswith(NAME)]
+        assert row.outcome.value == outcome, row.line()
+    print(f"array seen: {lab.main_export.nqn} at {', '.join(ports)}")
+
+
 @pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
 def test_read_profile_on_the_namespace_from_host1(lab, capsys, tmp_path):
     data = run_json(capsys, tmp_path, lab, "host1")
@@ -134,6 +155,7 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
         reference = independent_merge(logs, 3, fio.hist_bin_values_ns(fio.PLAT_NR, 0), fio_client=True)[0]
         assert 0 < hist["samples"] == sum(reference.values()) <= wl["latency_samples"]
         assert [hist["percentiles_ns"][f"p{p}"] for p in (50, 99)] == [numpy_percentile(reference, p) for p in (50, 99)]
+    check_array_seen(lab, run)
     # one fio client here dialed both guests through forwarded loopback ports
     clients, servers = fio_commands(tmp_path)
     assert clients and all(sum(a.startswith("--client=ip:127.0.1.") for a in argv) == 2 for argv in clients)

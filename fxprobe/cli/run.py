@@ -128,7 +128,8 @@ def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_va
         if len(args["nodes"]) > 1 and local:
             lines.append(f"NOTE: {', '.join(local)} run on this machine: G3 does not count them as nodes sharing "
                          "the array, and judges the read-back only of distinct nodes (gates g3.nic_ceiling_gbps)")
-    return finish_verdict(app, run_dir, "run", verdict, {"workload": record}, lines)
+    return finish_verdict(app, run_dir, "run", verdict, {"workload": record, "array_seen": list(result.array_seen)},
+                          lines)
 
 
 def ceiling_bps(ceiling: float | None, ceiling_from: Path | None, iface: str | None) -> float | None:

@@ -30,6 +30,7 @@ from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.tools import fio_status, nvme_sysfs, procs
+from fxprobe.tools.nvme import parse_address
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
 from fxprobe.host.safety import TargetCheck, check_load_target
@@ -212,6 +213,17 @@ class Site:
     def read_timeouts(self, scenario: Scenario) -> None:
         self.timeouts = advice_mod.read_timeouts(scenario.fault.get("nqn"))
 
+    def array_seen(self, node: str) -> list[dict]:
+        """What array the load reads (the gates' ``array_seen``): its NVMe subsystem and the addresses of its live
+        paths before the fault; only the target when it has no subsystem."""
+        nqn = self.nqn or self.env.nqn or ""
+        if not nqn:
+            return [{"node": node, "target": self.device}]
+        addresses = {parse_address(p.get("address") or "").get("traddr", "") for p in self.live}
+        transports = {p.get("transport") or "" for p in self.live}
+        return [{"node": node, "target": self.device, "nqn": nqn, "transport": ",".join(sorted(transports - {""})),
+                 "addresses": sorted(addresses - {""})}]
+
     def start_sampling(self, runner: Runner, scenario: Scenario, sample_s: float, background: list) -> None:
         self._sampler = timeline.Sampler(timeline.local_snapshot(self.nqn), sample_s).start()
 
@@ -313,6 +325,7 @@ class FaultRun:
     def prepare(self) -> None:
         """Shape the site (lab: twin export, paths, timeouts); then the refusals, if they waited for it."""
         self.site.prepare(self.scenario, self.remember)
+        self.run.note(array_seen=self.site.array_seen(self.env.load_host if self.env.lab is not None else "local"))
         for line in self.site.prepared:
             self.say(f"prepared: {line}")
         if self.env.lab is not None:

@@ -56,6 +56,7 @@ from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Req
 from fxprobe.gates.g1 import UNITS as G1_UNITS
 from fxprobe.gates.g3 import G3
 from fxprobe.gates.g4 import fault_units, soak_clock
+from fxprobe.gates.measured_array import array_judge
 from fxprobe.core.kernel import NET_CLASS
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, combine, deciding_places, exact, format_fixed, format_number
@@ -318,7 +319,8 @@ G1 = Gate("g1", "delivery acceptance", checks=(
 ), extras=(Judge(EVERY_ARRAY_NAME, (), every_array_criteria),))
 G2 = Gate("g2", "single-node baseline", extras=(
     Judge(LINE_RATE_NAME, ("line_efficiency_min_pct", "line_rate_gbps"), line_rate_criteria),
-    Judge("baseline within reference", ("baseline_tolerance_pct",), baseline_deviation_criteria)))
+    Judge("baseline within reference", ("baseline_tolerance_pct",), baseline_deviation_criteria),
+    array_judge(LINE_EFFICIENCY)))
 G4 = Gate("g4", "stability and sign-off", checks=(
     Check("soak duration", SOAK, "duration_s", ">=", "soak_hours_min", unit="h", scale=Fraction(1, 3600),
           context=(("load covered s", "duration_s"), ("planned s", "planned_s"), ("profile", "profile"))),
@@ -328,7 +330,8 @@ G4 = Gate("g4", "stability and sign-off", checks=(
     *fault_units("drive pull", DRIVE_FAULT),
     *fault_units("link cut", LINK_FAULT),
 ), extras=(Judge(DATA_NAME, ("data_mismatches_max",), data_verified_criteria),
-          Judge(SIGNED_NAME, (), signed_report_criteria)), notes=(rebuild_notes,))
+          Judge(SIGNED_NAME, (), signed_report_criteria), array_judge(SOAK, DRIVE_FAULT, LINK_FAULT)),
+          notes=(rebuild_notes,))
 
 GATES = {"g1": G1, "g2": G2, "g3": G3, "g4": G4}
 

@@ -21,6 +21,7 @@ report over them is never ACCEPTED (PASSED WITH CUSTOM THRESHOLDS at best).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
@@ -83,6 +84,27 @@ class G4Thresholds(InputModel):
     fault_region_min_mib: PositiveFloat = 1024.0         # load.region: the verified region, across every drive
     data_mismatches_max: NonNegativeInt = 0     # blocks read back wrong (fio verify) over the soak and fault runs
     trusted_signers: list[Fingerprint] = []     # not a threshold: the keys whose signature G4 accepts
+
+
+Nqn = Annotated[str, Field(pattern=r"^nqn\.[0-9]{4}-[0-9]{2}\.\S{1,200}$", description="an NVMe Qualified Name")]
+TransportAddress = Annotated[str, Field(pattern=r"^[0-9A-Za-z.:%_-]{1,100}$",
+                                        description="a port's transport address (traddr): an IP address")]
+
+
+class ArrayTable(InputModel):
+    """[array]: the array under acceptance, as its hosts see it, and the acceptance period. Each G2-G4 run that
+    touched an array (line efficiency, multi-node read-back, soak, fault runs) must have measured it; nothing named:
+    the runs must have measured one and the same array, the one printed (see fxprobe.gates.array)."""
+
+    name: str = Field("", max_length=100, description="the array's name, printed")
+    nqns: list[Nqn] = Field([], description="its NVMe subsystem NQNs (`nvme list-subsys` on a host)")
+    addresses: list[TransportAddress] = Field([], description="its data ports' addresses (traddr, --peer)")
+    period_from: date | None = Field(None, description="first day (UTC) of the acceptance period")
+    period_until: date | None = Field(None, description="last day (UTC) of the acceptance period")
+
+    _period = beside("period_until", "period_from", lambda until, since: (
+        f"is before period_from ({until} < {since}); write period_from <= period_until"
+        if until is not None and since is not None and until < since else None))
 
 
 GATE_TABLES = {"g1": G1Thresholds, "g2": G2Thresholds, "g3": G3Thresholds, "g4": G4Thresholds}
@@ -173,12 +195,13 @@ class GatesFile(InputModel):
     g2: G2Thresholds = G2Thresholds()
     g3: G3Thresholds = G3Thresholds()
     g4: G4Thresholds = G4Thresholds()
+    array: ArrayTable = ArrayTable()
     scale: ScaleTable = ScaleTable()
 
     _departures = field_validator("scale")(classmethod(lambda cls, scale, info: _departures(scale, info)))
 
 
-DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale"})
+DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale", "array"})
 BUYER: dict[str, float] = {f"{gate}.{key}": value for gate, table in DEFAULTS.items() for key, value in table.items()
                            if f"{gate}.{key}" in THRESHOLD_KEYS}     # the buyer's thresholds (docs/gates.md)
 NO_SCALE: dict = ScaleTable().model_dump()
@@ -210,6 +233,7 @@ class GateConfig:
     values: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in DEFAULTS.items()})
     source: str = "built-in defaults"
     scale: dict = field(default_factory=lambda: dict(NO_SCALE))      # ScaleTable, dumped
+    array: ArrayTable = ArrayTable()                                   # the array under acceptance ([array])
 
     def get(self, gate: str, key: str) -> float:
         try:
@@ -231,7 +255,8 @@ class GateConfig:
         return not self.lab_scaled and bool(self.departures())
 
     def to_dict(self) -> dict:
-        data = {"source": self.source, "lab_scaled": self.lab_scaled, "thresholds": self.values}
+        data = {"source": self.source, "lab_scaled": self.lab_scaled, "thresholds": self.values,
+                "array": self.array.model_dump(mode="json")}
         if self.lab_scaled:
             data.update(scale=self.scale, notes=self.scale_lines())
         elif self.custom:
@@ -296,15 +321,16 @@ class GateConfig:
         """The same thresholds with G1's array list replaced (``gate g1 --arrays``)."""
         values = {gate: dict(keys) for gate, keys in self.values.items()}
         values["g1"]["arrays"] = list(arrays)
-        return GateConfig(values, self.source, self.scale)
+        return GateConfig(values, self.source, self.scale, self.array)
 
     def trusted_signers(self) -> tuple[str, ...]:
         return tuple(self.values.get("g4", {}).get("trusted_signers") or ())
 
 
 def parse_config(text: str, source: str) -> GateConfig:
-    values = validate(GatesFile, parse_toml(text, source), source).model_dump()
-    return GateConfig(values, source, values.pop("scale"))
+    model = validate(GatesFile, parse_toml(text, source), source)
+    values = model.model_dump(exclude={"array"})
+    return GateConfig(values, source, values.pop("scale"), model.array)
 
 
 def load_config(path: Path | None = None) -> GateConfig:

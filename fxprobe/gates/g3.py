@@ -31,7 +31,8 @@ from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_b
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Evidence, Gate, Judge, Requirement, RunRecord, errored
-from fxprobe.gates.readback import CEILING, NODES, ceiling_criteria, nodes_criteria
+from fxprobe.gates.measured_array import array_judge
+from fxprobe.gates.readback import CEILING, MULTI_NODE, NODES, ceiling_criteria, nodes_criteria
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Criterion, Outcome, Verdict, deciding_places, exact, format_fixed, format_number
 
@@ -290,7 +291,7 @@ MULTI_NODE_CHECKS = (
 )
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(
     Judge(BENCHMARK_NAME, ("ttft_reduction_min_pct", "throughput_gain_min_pct", "throughput_gain_max_pct"),
-          g3_benchmark_criteria),))
+          g3_benchmark_criteria), array_judge(MULTI_NODE)))
 
 
 def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:

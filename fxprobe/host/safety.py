@@ -42,6 +42,7 @@ class TargetCheck:
     size_bytes: int | None = None
     destructive: bool = False
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    subsystem: dict = field(default_factory=dict)   # the NVMe subsystem behind it (SystemView.nvme_subsystem), {}
 
     @property
     def refused(self) -> list[Check]:
@@ -77,7 +78,7 @@ class TargetCheck:
     def to_dict(self) -> dict:
         return {"path": self.path, "kind": self.kind, "device": self.device, "identity": self.identity,
                 "size_bytes": self.size_bytes, "destructive": self.destructive, "safe": self.safe,
-                "checks": [c.to_dict() for c in self.checks]}
+                "checks": [c.to_dict() for c in self.checks], "subsystem": self.subsystem}
 
 
 def device_name(path: str, view: SystemView) -> str | None:
@@ -123,8 +124,9 @@ def _check_block(path: str, name: str, destructive: bool, allow: tuple[str, ...]
     mounted = [(point, own.get(num) or sources.get(src) or named.get(src)) for num, point, src in mounts
                if num in own or src in sources or named.get(src) in sources.values()]
     checks = [Check("exists", True, f"block device {name}, {view.size_bytes(name) or 0:,} B")]
+    subsystem = view.nvme_subsystem(name)
     if not destructive:
-        return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks))
+        return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks), subsystem)
     root = [m for m in mounted if m[0] == "/"]
     checks.append(Check("root filesystem", not root,
                         f"{root[0][1]} holds /" if root else "does not hold /"))
@@ -146,7 +148,7 @@ def _check_block(path: str, name: str, destructive: bool, allow: tuple[str, ...]
     checks.append(Check("allow-list", listed,
                         f"{identity or 'no serial'} is on the allow-list" if listed else
                         f"{identity or 'device has no serial'} is not on the allow-list"))
-    return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks))
+    return TargetCheck(path, "block", name, identity, view.size_bytes(name), destructive, tuple(checks), subsystem)
 
 
 def unsafe_reasons(path: str, view: SystemView | None = None) -> list[str]:

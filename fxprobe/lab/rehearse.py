@@ -10,6 +10,7 @@ every step produced its evidence.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -212,7 +213,7 @@ class Rehearse:
                                               overrides={"threads": threads, "chunk_tokens": G3_CHUNK_TOKENS},
                                               ceiling_bps=ceiling_gbps * 1e9, progress=self.progress,
                                               status=Status("run"))
-            return workload.run_verdict(result), {"workload": result.to_dict()}
+            return workload.run_verdict(result), {"workload": result.to_dict(), "array_seen": list(result.array_seen)}
         self.step("multi-node read-back", "G3", lambda t: self.measured(t, "run", argv, body))
 
     def g4(self) -> None:
@@ -307,12 +308,17 @@ class Rehearse:
 
     def lab_thresholds(self, shipped: Path, key: Path) -> Path:
         """gates-lab.toml as shipped, trusting the rehearsal's own signing key ([g4] trusted_signers: G4's sign-off
-        trusts only a signer the gates file names), written beside the rehearsal's steps."""
+        trusts only a signer the gates file names) and naming the lab's array guest by its data ports ([array]
+        addresses: every G2-G4 run must have measured it), written beside the rehearsal's steps."""
         from fxprobe.report.signing import fingerprint, load_private_key
         signer = fingerprint(load_private_key(key).public_key())
         text, found = re.subn(r"(?m)^trusted_signers = \[\]", f'trusted_signers = ["{signer}"]', shipped.read_text())
         if found != 1:
             raise BadInput(f"{shipped}: no 'trusted_signers = []' line to name the rehearsal's signer in")
+        if self.lab is not None:
+            ports = ", ".join(json.dumps(ip) for ip in sorted({link.array_ip for link in self.lab.links()}))
+            text += (f"\n[array]  # written by the rehearsal: the lab {self.lab.name}'s array guest, by its data ports\n"
+                     f'name = "lab {self.lab.name} array guest"\naddresses = [{ports}]\n')
         target = self.base / "thresholds" / shipped.name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)

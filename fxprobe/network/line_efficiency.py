@@ -100,7 +100,8 @@ class LineEfficiencyRun:
                 "line_rate_source": self.line_source, "port_speed_bps": self.port_speed_bps,
                 "interface": self.interface, "mtu": self.mtu,
                 "measurements": [m.to_dict() for m in self.measurements], "summary": summary(self),
-                "sweep": sweep_table(self)}
+                "sweep": sweep_table(self),
+                "array_seen": [{"addresses": [self.settings.peer]}]}   # what array it measured: the peer (gates)
 
 
 def label(transport: str) -> str:

@@ -40,6 +40,7 @@ class StartRecord(Record):
     health_s: float | None = None
     pid: int | None = None
     verify: dict | None = None      # soak.verify.SoakVerifyPlan: how the data is verified (None: not recorded)
+    target_check: dict | None = None   # host.safety.TargetCheck of the target (its NVMe subsystem: what array)
 
 
 class SegmentRecord(Record):

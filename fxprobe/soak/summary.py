@@ -48,6 +48,7 @@ class SoakSummary:
     unreadable: int = 0             # blocks the read-back pass could not read (I/O errors)
     readback_coverage: str = ""     # 'the read-back read X of Y MiB'
     coverage_clock: str = "monotonic"   # the clock covered time was counted on ("wall": records without monotonic)
+    array_seen: tuple[dict, ...] | None = None   # what array the target is (its NVMe subsystem); None: not recorded
 
     MAX_NOTES = 20
 
@@ -249,6 +250,13 @@ class _Tally:
 _TALLY = {kind: getattr(_Tally, "on_" + kind.replace("-", "_")) for kind in RECORD_TYPES}
 
 
+def _array_seen(start: StartRecord) -> tuple[dict, ...] | None:
+    """What array the soak loaded, from its start record's target check (the gates' ``array_seen``)."""
+    if start.target_check is None or not isinstance(start.target_check.get("subsystem"), dict):
+        return None
+    return ({"node": "local", "target": start.target, **start.target_check["subsystem"]},)
+
+
 def summarize(records: list) -> SoakSummary:
     """The soak's results, recomputed from its records (typed, or dicts checked against their types) -
     after a crash as after a clean end."""
@@ -272,4 +280,5 @@ def summarize(records: list) -> SoakSummary:
         health_samples=tally.health, nvme_temp_max_c=tally.temps, stall_s=start.stall_s, sample_s=start.sample_s,
         completed=tally.end is not None, end_reason=tally.end.reason if tally.end else "",
         first_sample=tally.first, last_sample=tally.last, notes=tuple(tally.notes),
-        unmonitored_s=tally.unmonitored_s(), coverage_clock="wall" if wall else "monotonic", **tally.verification())
+        unmonitored_s=tally.unmonitored_s(), coverage_clock="wall" if wall else "monotonic",
+        array_seen=_array_seen(start), **tally.verification())

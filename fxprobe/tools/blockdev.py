@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 from fxprobe.core.kernel import BLOCK_DEVICES, MOUNTINFO, SWAPS
+from fxprobe.tools.nvme import parse_address
 
 
 class SystemView:
@@ -80,6 +82,28 @@ class SystemView:
                 return value
         backing = self._read(BLOCK_DEVICES, name, "loop", "backing_file")
         return f"loop:{backing}" if backing else ""
+
+    def nvme_subsystem(self, name: str) -> dict:
+        """The NVMe subsystem a namespace belongs to, as the kernel names it: its NQN, serial, transport and the
+        transport address of every controller (path) to it (``traddr``: the array's port for NVMe-oF, the PCI
+        address of a local drive); {} for any other block device. A multipath head's ``device`` is the subsystem
+        (its controllers are links in it); without multipath it is the one controller."""
+        base = f"{BLOCK_DEVICES}/{name}/device"
+        nqn = self._read(base, "subsysnqn")
+        if not nqn:
+            return {}
+        own = self._read(base, "address")
+        controllers = [""] if own is not None else [c for c in self.listdir(base) if re.fullmatch(r"nvme\d+", c)]
+        addresses, transports = set(), set()
+        for controller in controllers:
+            folder = f"{base}/{controller}" if controller else base
+            address = own if not controller else self._read(folder, "address")
+            traddr = parse_address(address or "").get("traddr", "")
+            if traddr:
+                addresses.add(traddr)
+            transports.add(self._read(folder, "transport") or "")
+        return {"nqn": nqn, "serial": self._read(base, "serial") or "", "transport": ",".join(sorted(transports - {""})),
+                "addresses": sorted(addresses)}
 
     def mounts(self) -> list[tuple[str, str, str]]:
         """(major:minor, mount point, source) for each line of mountinfo."""

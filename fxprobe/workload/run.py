@@ -131,6 +131,7 @@ class WorkloadResult:
     node_figures: dict = field(default_factory=dict)          # node -> fleet.NodeFigures (two or more nodes)
     hist_logs: fleet.HistLogs | None = None                   # client/server runs: the raw clat_hist logs merged
     concurrent: common_span.Concurrent | None = None          # two or more nodes: what they moved while all ran
+    array_seen: tuple[dict, ...] = ()                          # per node: the target's NVMe subsystem (the gates')
 
     def to_dict(self) -> dict:
         return {"profile": self.profile, "target": self.target, "direction": self.direction,
@@ -255,11 +256,12 @@ def ceiling_from_netcheck(results: dict, iface: str | None = None, source: str =
 # --------------------------------------------------------------------------- the run
 def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: tuple[str, ...],
                    view: SystemView | None, runner: Runner | None = None,
-                   strict: bool = True, layout: bool = True) -> tuple[Target, TargetCheck]:
+                   strict: bool = True, layout: bool = True) -> tuple[Target, TargetCheck, tuple[dict, ...]]:
     """Check the target on every node before anything touches it (a remote node answers the
     same sysfs/mountinfo questions over its host); BadInput/UnsafeTarget when it cannot be used.
     A read profile on a block device with layout=False writes nothing, so the device needs no
-    allow-listing (a namespace other users share). Returns the first node's check."""
+    allow-listing (a namespace other users share). Returns the first node's check, and what array each node's
+    target is (``array_seen``: the node, the target and its NVMe subsystem, as the gates read it)."""
     is_block = target.startswith("/dev/")
     if not layout and not is_block:
         raise BadInput(f"--no-layout applies to a block device; {target} is a directory whose files "
@@ -283,7 +285,7 @@ def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: 
         if strict or check.safe:
             check.require_safe()
         else:
-            return Target(target, is_block), check   # dry run: show the refusal
+            return Target(target, is_block), check, _seen(nodes, checks + [check], target)   # dry run: the refusal
         checks.append(check)
         if is_block:
             need = region_bytes(d)
@@ -296,7 +298,11 @@ def resolve_target(d: Derivation, target: str, *, nodes: Sequence[Node], allow: 
         if d.total_bytes * len(nodes) > free:
             raise BadInput(f"target {target}: the working set ({human_bytes(d.total_bytes * len(nodes))}) "
                            f"does not fit in {human_bytes(free)} free", hint="use --scale or --size")
-    return Target(target, is_block), checks[0]
+    return Target(target, is_block), checks[0], _seen(nodes, checks, target)
+
+
+def _seen(nodes: Sequence[Node], checks: Sequence[TargetCheck], target: str) -> tuple[dict, ...]:
+    return tuple({"node": node.name, "target": target, **check.subsystem} for node, check in zip(nodes, checks))
 
 
 def _wait_server(address: str, port: int, timeout: float) -> bool:
@@ -409,6 +415,7 @@ class Plan:
     nodes: tuple[Node, ...]
     layout_job: str | None   # None: read what is on the device, write nothing
     measure_job: str
+    array_seen: tuple[dict, ...] = ()   # per node: the target's NVMe subsystem (resolve_target)
 
     def lines(self) -> list[str]:
         return (list(self.derivation.lines) + self.check.lines()
@@ -420,7 +427,7 @@ class Plan:
     def to_dict(self) -> dict:
         return {"derivation": self.derivation.to_dict(), "target": self.target.to_dict(),
                 "target_check": self.check.to_dict(), "nodes": [n.to_dict() for n in self.nodes],
-                "layout_job": self.layout_job, "measure_job": self.measure_job}
+                "layout_job": self.layout_job, "measure_job": self.measure_job, "array_seen": list(self.array_seen)}
 
 
 def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | None = None,
@@ -435,11 +442,11 @@ def plan_run(profile: Profile | str, target: str, *, nodes: Sequence[Node] | Non
     d = derive(profile, scale=scale, max_bytes=max_bytes, runtime=runtime, ramp=ramp,
                repeats=repeats, overrides=overrides)
     node_list = tuple(nodes) if nodes else (Node(LOCAL, "local"),)
-    the_target, check = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner,
-                                       strict=strict, layout=layout)
+    the_target, check, seen = resolve_target(d, target, nodes=node_list, allow=allow, view=view, runner=runner,
+                                             strict=strict, layout=layout)
     return Plan(d, the_target, check, node_list,
                 job_text(d, the_target, mode="layout") if layout and not d.writes else None,
-                job_text(d, the_target))
+                job_text(d, the_target), seen)
 
 
 def run_profile(profile: Profile | str, target: str, *, runner: Runner,
@@ -521,7 +528,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job, node_list))
             repeat_figures(status, results[-1])
     hists = sorted(workdir.glob(f"{d.profile}.r*_clat_hist.*.log*")) if servers else []
-    return _summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes, hists)
+    return replace(_summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes, hists),
+                   array_seen=plan.array_seen)
 
 
 def repeat_figures(status, repeat: RepeatResult) -> None:
