@@ -29,7 +29,8 @@ def test_every_method_undoes_its_own_record():
 
 def test_the_lab_prepare_records_are_undone_by_their_classes():
     for name in ("lab-paths", "lab-iopolicy", "lab-remove-export"):
-        assert methods.Undo.registry[name].record == name
+        undo = methods.Undo.registry[name]
+        assert undo is labprep.LabPrepare and callable(undo.steps[name])    # each step's record has its undo
 
 
 def test_an_unknown_record_is_refused_by_name():

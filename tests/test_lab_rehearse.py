@@ -67,6 +67,11 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
     lab = {line[:40].strip(): line for line in results["lab_gate_table"]}
     for gate in ("G2 single-node baseline (gates-lab)", "G3 main joint test (gates-lab)"):
         assert "1 not judged at lab scale" in lab[gate] and "not run" not in lab[gate], lab[gate]
+    for gate in gates_judged:    # every G2-G4 run measured the lab's array guest: named by its ports, or agreed on
+        rows = [c for c in gate["criteria"] if c["name"].startswith("measured the array under acceptance")]
+        assert bool(rows) != gate["name"].startswith("G1") and all(c["outcome"] == "pass" for c in rows), rows
+        named = "(gates-lab)" in gate["name"]
+        assert all(("the array named in [array] (lab " in c["threshold"]) == named for c in rows), rows
     assert "gates-lab.toml" in out.out and "|" in out.out         # the two tables side by side on the terminal
     for line in results["lab_scale"]:
         assert line in out.out and (line.startswith(("SCALED", "NOT JUDGED", "LAB-SCALED")))

@@ -84,7 +84,7 @@ def ensure_twin(lab, level: str, slots: list[int], remember, host: str) -> bool:
     if busy:
         raise BadInput(f"lab.twin_slots: slot(s) {busy} are not free in lab {lab.name}",
                        hint=f"free slots: {free_slots(lab) or 'none'} (or leave twin_slots out)")
-    remember({"method": LabRemoveExport.record, "lab": lab.name, "name": TWIN})
+    remember({"method": LabPrepare.TWIN_EXPORT, "lab": lab.name, "name": TWIN})
     lab.add_export(level, slots, name=TWIN, connect=[host])
     return True
 
@@ -191,7 +191,7 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
         options["transport"] = lab_table["transport"]
     links = all_links[:lab_table["paths"]] if lab_table["paths"] else all_links
     if options or links != all_links:
-        remember({"method": LabPaths.record, "lab": lab.name, "host": host, "nqn": nqn, "links": all_links,
+        remember({"method": LabPrepare.PATHS, "lab": lab.name, "host": host, "nqn": nqn, "links": all_links,
                      "options": {}})
         connect_paths(lab, host, nqn, links, options, replace=bool(options))
         done.append(f"{host}: {len(links)} path(s) to {nqn} on link(s) {links}"
@@ -199,46 +199,36 @@ def prepare(lab, lab_table: dict, host: str, remember) -> tuple[str, list[str]]:
     if lab_table["iopolicy"]:
         before = current_iopolicy(lab, host, nqn)
         if before and before != lab_table["iopolicy"]:
-            remember({"method": LabIopolicy.record, "lab": lab.name, "host": host, "nqn": nqn, "policy": before})
+            remember({"method": LabPrepare.IOPOLICY, "lab": lab.name, "host": host, "nqn": nqn, "policy": before})
         set_iopolicy(lab, host, nqn, lab_table["iopolicy"])
         done.append(f"{host}: iopolicy {lab_table['iopolicy']} (was {before})")
     return nqn, done
 
 
-# -- the undo of each step above, replayed from its journal record
-class LabPaths(Undo):
-    """Undoes prepare's reconnect of a host's paths: connects it (back to every link, default timeouts)."""
-
-    record = "lab-paths"
-
-    @classmethod
-    def undo(cls, record: dict, ctx: RestoreContext) -> str:
-        lab = ctx.lab(record["lab"])
-        connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
-        return f"lab {lab.name}: {record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
+# -- the undo of each step above, replayed from its journal record (its "method": the step's name)
+def _reconnect(lab, record: dict) -> str:
+    connect_paths(lab, record["host"], record["nqn"], record["links"], record.get("options", {}), replace=True)
+    return f"{record['host']} connected to {record['nqn']} on links {record['links']} (defaults)"
 
 
-class LabIopolicy(Undo):
-    """Undoes prepare's iopolicy change."""
-
-    record = "lab-iopolicy"
-
-    @classmethod
-    def undo(cls, record: dict, ctx: RestoreContext) -> str:
-        lab = ctx.lab(record["lab"])
-        set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
-        return f"lab {lab.name}: iopolicy {record['policy']} again"
+def _iopolicy_back(lab, record: dict) -> str:
+    set_iopolicy(lab, record["host"], record["nqn"], record["policy"])
+    return f"iopolicy {record['policy']} again"
 
 
-class LabRemoveExport(Undo):
-    """Undoes ensure_twin: removes the twin export."""
+class LabPrepare(Undo):
+    """Undoes a step of prepare in the lab its record names: a reconnect of a host's paths (connects it back to
+    every link, default timeouts), an iopolicy change, ensure_twin's export (removes it)."""
 
-    record = "lab-remove-export"
+    PATHS, IOPOLICY, TWIN_EXPORT = "lab-paths", "lab-iopolicy", "lab-remove-export"
+    record, also = PATHS, (IOPOLICY, TWIN_EXPORT)
+    steps = {PATHS: _reconnect, IOPOLICY: _iopolicy_back,
+             TWIN_EXPORT: lambda lab, record: remove_twin(lab, record["name"])}
 
     @classmethod
     def undo(cls, record: dict, ctx: RestoreContext) -> str:
         lab = ctx.lab(record["lab"])
-        return f"lab {lab.name}: " + remove_twin(lab, record["name"])
+        return f"lab {lab.name}: " + cls.steps[record["method"]](lab, record)
 
 
 # -- quick views of the guests (one shared SSH connection, no Python start in a TCG guest): tools/guestview.sh
