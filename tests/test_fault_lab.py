@@ -158,6 +158,11 @@ def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tm
           f"verdict {result['verdict']}")
     assert result["live_paths_before"] == 2 and result["impact"]["errors"] == 0
     assert done.returncode == (0 if result["verdict"] == "invisible" else 1)
+    # what array the load read, as host1's kernel names it: the export's subsystem over both of the array's ports
+    (run,) = (tmp_path / "runs").glob("*-fault-*")
+    (seen,) = json.loads((run / "results.json").read_text())["array_seen"]
+    assert seen["node"] == "host1" and seen["nqn"] == lab.main_export.nqn and seen["transport"] == "tcp", seen
+    assert seen["addresses"] == sorted(link.array_ip for link in lab.links("host1")), seen
     if result["verdict"] == "visible":
         assert result["advice"] and any("kato" in line for line in result["advice"]["lines"])
     from fxprobe.faults.labprep import controllers_of

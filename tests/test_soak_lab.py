@@ -181,6 +181,8 @@ def test_soak_with_a_link_cut_records_the_interruption_and_prometheus_sees_it(la
     assert "Traceback" not in err, err[-2000:]
     results = json.loads((host_dir / "results.json").read_text())
     assert code == 1 and results["outcome"] == "fail", err[-2000:]
+    (seen,) = results["array_seen"]      # the array the soak loaded, as the guest's kernel names it (G4 ties to it)
+    assert seen["nqn"] == lab.main_export.nqn and seen["addresses"] == sorted(l.array_ip for l in lab.links(HOST))
     assert results["samples"] >= SOAK_S // 5 - 2 and results["duration_s"] >= SOAK_S - 3   # a 5 s sample interval
     cut_at, up_at = when(cut["at"]), when(restored["at"])
     # the soak stamps its records with the guest's clock, the cut is stamped with this machine's: a TCG
