@@ -253,3 +253,17 @@ def test_a_soak_state_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, 
     done = fxprobe(tmp_path, capsys, "soak", "--resume", str(run.path))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "soak-state.json" in done.stderr and "segments" in done.stderr, done.stderr
+
+
+def test_a_stall_limit_longer_than_g4_accepts_is_warned_at_the_start(tmp_path, capsys, monkeypatch):
+    from fxprobe.cli.soak import _warn_stall_above_g4
+    monkeypatch.chdir(tmp_path)                       # no ./gates.toml: the buyer's 5 s
+    _warn_stall_above_g4(5.0)
+    assert capsys.readouterr().err == ""
+    _warn_stall_above_g4(3600.0)
+    err = capsys.readouterr().err
+    assert err.startswith("WARNING: --stall 3600 s is longer than G4 accepts (g4.soak_stall_max_s = 5 s, built-in "
+                          "defaults): stalls of 5-3600 s go unrecorded and G4 will FAIL this soak")
+    (tmp_path / "gates.toml").write_text("[g4]\nsoak_stall_max_s = 10.0\n")      # the gates file G4 will judge with
+    _warn_stall_above_g4(8.0)
+    assert capsys.readouterr().err == ""

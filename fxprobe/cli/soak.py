@@ -73,8 +73,21 @@ def soak(app: App, profile, duration, target, resume_dir, stall, sample, health,
         config = soak_lib.SoakConfig(profile, target, duration, stall, sample, health,
                                      scale, max_bytes_of(max_bytes), tuple(allow), parse_sets(sets), no_verify or "")
         soak_lib.plan_soak(config)
+        _warn_stall_above_g4(stall)
         run = app.new_run("soak")
         summary = soak_lib.Soak(run, app.runner(run), config, app.progress,
                                 status=_status(app, config, metrics)).start()
     return finish_verdict(app, run, "soak", summary.verdict(),
                           {**summary.to_dict(), "records": soak_lib.RECORDS}, summary.lines())
+
+
+def _warn_stall_above_g4(stall_s: float) -> None:
+    """Say at the start, not after 72 h, when --stall is longer than G4 accepts (gates.toml g4.soak_stall_max_s, or
+    the buyer's default): a shorter stall is not recorded, and G4 fails the soak for it."""
+    from fxprobe.gates.config import load_config
+    config = load_config(None)
+    limit = config.get("g4", "soak_stall_max_s")
+    if stall_s > limit:
+        click.echo(f"WARNING: --stall {stall_s:g} s is longer than G4 accepts (g4.soak_stall_max_s = {limit:g} s, "
+                   f"{config.source}): stalls of {limit:g}-{stall_s:g} s go unrecorded and G4 will FAIL this soak; "
+                   f"use --stall {limit:g} or less for acceptance evidence", err=True)
