@@ -63,16 +63,16 @@ def test_a_producer_renaming_a_field_makes_the_gate_test_fail(tmp_path, monkeypa
 READS = {
     "01-selftest": ["drives_recognized", "verdict.criteria"],
     "02-line-efficiency-emulated-20-Mb-s-link": ["summary.mean_bps", "summary.line_efficiency", "line_rate_bps",
-                                                 "line_rate_source", "interface"],
+                                                 "line_rate_source", "interface", "array_seen"],
     "03-multi-node-read-back": ["workload.direction", "workload.nodes", "workload.concurrent.fraction_of_ceiling",
-                                "workload.concurrent.spans", "workload.profile"],
-    "04-soak": ["duration_s", "interruptions", "planned_s", "coverage_clock"],
+                                "workload.concurrent.spans", "workload.profile", "array_seen"],
+    "04-soak": ["duration_s", "interruptions", "planned_s", "coverage_clock", "array_seen"],
     "05-fault-drive-pull": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
                             "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s",
-                            "fault_seen.seen", "fault_seen.evidence"],
+                            "fault_seen.seen", "fault_seen.evidence", "array_seen"],
     "06-fault-link-down-tuned": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
                                  "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s",
-                                 "fault_seen.seen", "fault_seen.evidence"],
+                                 "fault_seen.seen", "fault_seen.evidence", "array_seen"],
 }
 
 
@@ -97,6 +97,10 @@ def test_gates_over_the_captured_rehearsal_judge_every_criterion(tmp_path):
         g4 = {c.name: c for c in GATES["g4"].evaluate(Evidence.from_paths(steps), config).criteria}
         for name, words in recorded.items():
             assert g4[name].outcome is Outcome.PASS and words in g4[name].detail, g4[name].line()
+        for gate in ("g2", "g3", "g4"):     # every run that touched the array measured the lab's one array
+            rows = [c for c in GATES[gate].evaluate(Evidence.from_paths(steps), config).criteria
+                    if c.name.startswith("measured the array under acceptance")]
+            assert rows and all(c.outcome is Outcome.PASS for c in rows), [c.line() for c in rows]
     # and renaming a field in a copy of a producer's folder turns that criterion into ERROR
     soak = tmp_path / "04-soak"
     shutil.copytree(CAPTURED / "04-soak", soak)

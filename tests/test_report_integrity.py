@@ -66,7 +66,9 @@ def test_a_failing_gate_run_re_marked_all_pass_and_re_hashed_is_not_accepted(tmp
     assert g4.outcome is Outcome.ERROR and "REFUSED: recorded as PASS" in g4.line()
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "ACCEPTED" not in md.replace("NOT ACCEPTED", "") and "| PASS | soak duration |" not in md
-    assert "| ERROR | soak duration | 0.009 h | >= 72 h |" in md and "REFUSED: recorded as PASS" in md
+    assert "| ERROR | soak duration | 0.0084 h | >= 72 h |" in md and "REFUSED: recorded as PASS" in md
+    assert "- NOT WHAT ITS EVIDENCE GIVES: G4 stability and sign-off: soak duration: recorded ERROR 0.0084 h, judged " \
+           "again from its evidence FAIL 0.0084 h" in md
     assert [h.decision for h in bundle_headlines(tmp_path / "rep")] == [Decision.INCOMPLETE]
 
 
@@ -98,3 +100,33 @@ def test_a_gate_run_s_evidence_missing_from_the_report_or_another_is_never_a_pas
     (head,) = build_report([*paths, gate], tmp_path / "other-soak").headlines
     assert head.decision is Decision.INCOMPLETE and "not as the gate read it (another manifest)" in head.untied[0]
     assert json.loads((tmp_path / "other-soak" / "evidence" / gate.name / "results.json").read_text())["outcome"] == "pass"
+
+
+def test_a_gate_run_re_marked_pass_with_matching_figures_is_judged_again_from_its_evidence(tmp_path):
+    """Manifests are hashes, not signatures: a failing criterion rewritten as a consistent PASS (its number moved
+    past the threshold, the manifest made again) agrees with itself, but not with the line-efficiency run beside
+    it: the report judges the gate run again over its evidence and is never a pass (its honest twin: LAB_PASS)."""
+    paths, _ = lab_gate(tmp_path / "honest")
+    line = next(p for p in paths if p.name.endswith("-line-efficiency"))
+    data = results_of(line)
+    rewritten(line, {**data, "summary": {**data["summary"], "mean_bps": 0.01e9}})    # the stress test: 50 %
+    assert fxprobe(tmp_path, "gate", "all", *[a for p in paths for a in ("--evidence", str(p))],
+                   "--config", str(tmp_path / "honest" / "ev" / "trusting" / "gates-lab.toml")) == 1
+    gate = runs_of(tmp_path, "gate all")[-1]
+    (failed,) = build_report([*paths, gate], tmp_path / "failed").headlines
+    assert failed.decision is Decision.NOT_ACCEPTED and failed.differs == ()      # the gate run as it was made
+    data = results_of(gate)
+    (g2,) = [v for v in data["gates"] if v["name"].startswith("G2")]
+    (bent,) = [c for c in g2["criteria"] if c["outcome"] == "fail"]
+    assert bent["measured"] == 50.0 and bent["comparator"] == ">="
+    bent.update(measured=bent["threshold"] + 1, outcome="pass")          # consistent with its own threshold
+    g2["outcome"] = "pass"
+    rewritten(gate, {**data, "outcome": "pass"})
+    built = build_report([*paths, gate], tmp_path / "rep")
+    (head,) = built.headlines
+    assert head.decision is Decision.INCOMPLETE, head.lines()
+    assert head.differs == (f"G2 single-node baseline (gates-lab): {bent['name']}: recorded PASS "
+                            f"{bent['threshold'] + 1:.1f} %, judged again from its evidence FAIL 50.0 %",)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert f"- NOT WHAT ITS EVIDENCE GIVES: {head.differs[0]}" in md
+    assert [h.decision for h in bundle_headlines(tmp_path / "rep")] == [Decision.INCOMPLETE]

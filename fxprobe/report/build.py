@@ -42,7 +42,8 @@ class BuiltReport:
         return {"folder": str(self.folder), "runs": list(self.runs), "files": self.files, "signer": self.signer,
                 "gates": [{"gate": g, "outcome": o} for g, o in self.outcome_rows],
                 "decisions": [{"decision": h.decision.value, "thresholds": h.thresholds, "source": h.source,
-                               "gate_run": h.run, "gates": [g.line() for g in h.gates], "untied": list(h.untied)}
+                               "gate_run": h.run, "gates": [g.line() for g in h.gates], "untied": list(h.untied),
+                               "differs": list(h.differs)}
                               for h in self.headlines],
                 "altered": list(self.altered)}
 

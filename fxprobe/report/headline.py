@@ -85,14 +85,17 @@ class Headline:
     run: str                     # the gate run folder's name
     scale: str = ""              # lab-scaled: "5 thresholds SCALED, 4 NOT JUDGED ..."; custom: each departure
     untied: tuple[str, ...] = ()  # evidence the gate run read that is not in the report, intact (never ACCEPTED)
+    differs: tuple[str, ...] = ()  # its criteria its evidence, judged again, does not give (never ACCEPTED)
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
         head += f"; {self.scale}" if self.scale else ""
         head += f"; {len(self.untied)} of the gate run's evidence not in this report, intact" if self.untied else ""
+        head += f"; {len(self.differs)} criteria not what its evidence gives" if self.differs else ""
         out = [head] + ["  " + g.line() for g in self.gates]
         out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
         out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
+        out += [f"  NOT WHAT ITS EVIDENCE GIVES: {line}" for line in self.differs]
         return out
 
 
@@ -168,9 +171,11 @@ def decide(lines: list[GateLine], missing: list[str]) -> Decision:
     return Decision.ACCEPTED
 
 
-def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied: tuple[str, ...] = ()) -> Headline:
-    """The decision of one gate run; ``untied``: its evidence not in the report intact (:func:`untied`), which
-    makes what would be ACCEPTED (or PASSED AT LAB SCALE) INCOMPLETE."""
+def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied: tuple[str, ...] = (),
+             differs: tuple[str, ...] = ()) -> Headline:
+    """The decision of one gate run; ``untied``: its evidence not in the report intact (:func:`untied`), ``differs``:
+    its criteria that its evidence judged again does not give (report.rejudge): either makes what would be ACCEPTED
+    (or PASSED AT LAB SCALE) INCOMPLETE."""
     lines = [gate_line(v) for v in verdicts]
     judged = {v.name.split()[0].upper() for v in verdicts}
     missing = [g for g in GATES if g not in judged]
@@ -179,12 +184,13 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
     custom = custom_values(results)
     if decision is Decision.ACCEPTED and label != "buyer's thresholds":
         decision = Decision.CUSTOM_PASS if custom else Decision.LAB_PASS
-    if untied and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
+    if (untied or differs) and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
         decision = Decision.INCOMPLETE
     scale = (f"not the buyer's: {len(custom)} value{'s' * (len(custom) != 1)} "
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
         if custom else scale_summary(results)
-    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied))
+    return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied),
+                    tuple(differs))
 
 
 def untied(gate_run, runs) -> tuple[str, ...]:
@@ -211,7 +217,9 @@ def untied(gate_run, runs) -> tuple[str, ...]:
 def bundle_headlines(folder: Path) -> list[Headline]:
     """The decisions of a report bundle (one per gate run under ``evidence/``), buyer's thresholds first."""
     from fxprobe.report.collect import read_run
+    from fxprobe.report.rejudge import differences
     runs = [read_run(p) for p in sorted((Path(folder) / "evidence").iterdir()) if (p / "results.json").is_file()] \
         if (Path(folder) / "evidence").is_dir() else []
-    heads = [headline(run.name, run.results, run.gates, untied(run, runs)) for run in runs if run.gates]
+    heads = [headline(run.name, run.results, run.gates, untied(run, runs), differences(run, runs))
+             for run in runs if run.gates]
     return sorted(heads, key=lambda h: h.thresholds != "buyer's thresholds")

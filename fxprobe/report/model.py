@@ -15,6 +15,7 @@ from fxprobe.report.collect import RunView
 from fxprobe.report.commands import CommandGroup, wrapped
 from fxprobe.report.evidence import Link, criterion_links, href, run_folder
 from fxprobe.report.headline import Headline, headline, untied
+from fxprobe.report.rejudge import differences
 from fxprobe.report.machines import Machine, machines
 from fxprobe.report.notes import Note, notes
 
@@ -182,7 +183,8 @@ def build_model(title: str, created: str, runs: list[RunView], figures: dict[str
     figures shown under the headline (the gate grid)."""
     gate_runs = [run for run in runs if run.gates]
     gate_runs.sort(key=lambda run: headline(run.name, run.results, ()).thresholds != "buyer's thresholds")
-    heads = tuple(headline(run.name, run.results, run.gates, untied(run, runs)) for run in gate_runs)
+    heads = tuple(headline(run.name, run.results, run.gates, untied(run, runs), differences(run, runs))
+                  for run in gate_runs)
     gate_tables = tuple(table(v, run, runs, plots) for run in gate_runs for v in run.gates)
     matrix, columns = threshold_matrix(gate_runs)
     found, without = machines(runs)
