@@ -131,3 +131,22 @@ def test_the_subsystem_of_a_namespace_is_read_from_sysfs_with_and_without_multip
     assert view.nvme_subsystem("nvme2n1") == {"nqn": "nqn.2014.08.org.nvmexpress:1b36Fx1", "serial": "S1",
                                                "transport": "pcie", "addresses": ["0000:00:04.0"]}
     assert view.nvme_subsystem("loop0") == {}
+
+
+def test_the_report_says_which_array_and_period_its_decision_is_about(tmp_path):
+    from fxprobe.report.build import build_report
+    from gate_helpers import runs_of
+    runs = [line_efficiency(tmp_path, ARRAY_PORTS[0]), soak(tmp_path)]
+    evidence = [a for p in runs for a in ("--evidence", str(p))]
+    fxprobe(tmp_path, "gate", "all", *evidence)
+    (head,) = build_report([*runs, runs_of(tmp_path, "gate all")[-1]], tmp_path / "agreed").headlines
+    assert head.array == (f"one array across the evidence ({ARRAY_NQN} at port 10.1.0.1, 10.2.0.1) - not named in "
+                          "gates.toml [array]; no acceptance period named")
+    config = tmp_path / "gates.toml"
+    config.write_text(f'[array]\nname = "array 7"\nnqns = ["{ARRAY_NQN}"]\naddresses = {json.dumps(ARRAY_PORTS)}\n'
+                      "period_from = 2026-12-01\nperiod_until = 2026-12-31\n")
+    fxprobe(tmp_path, "gate", "all", *evidence, "--config", str(config))
+    (head,) = build_report([*runs, runs_of(tmp_path, "gate all")[-1]], tmp_path / "named").headlines
+    assert head.array == (f"the array named in [array] (array 7: {ARRAY_NQN}; ports 10.1.0.1, 10.2.0.1); acceptance "
+                          "period 2026-12-01 .. 2026-12-31")
+    assert f"Array: {head.array}" in (tmp_path / "named" / "report.md").read_text()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 from fxprobe.gates.config import CUSTOM, departure_text, departures
+from fxprobe.gates.measured_array import NAME
 from fxprobe.report.ceilings import artefact
 
 GATES = ("G1", "G2", "G3", "G4")
@@ -86,13 +87,14 @@ class Headline:
     scale: str = ""              # lab-scaled: "5 thresholds SCALED, 4 NOT JUDGED ..."; custom: each departure
     untied: tuple[str, ...] = ()  # evidence the gate run read that is not in the report, intact (never ACCEPTED)
     differs: tuple[str, ...] = ()  # its criteria its evidence, judged again, does not give (never ACCEPTED)
+    array: str = ""              # the array the G2-G4 evidence measured, as the gate run judged it, and the period
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
         head += f"; {self.scale}" if self.scale else ""
         head += f"; {len(self.untied)} of the gate run's evidence not in this report, intact" if self.untied else ""
         head += f"; {len(self.differs)} criteria not what its evidence gives" if self.differs else ""
-        out = [head] + ["  " + g.line() for g in self.gates]
+        out = [head] + ([f"  array: {self.array}"] if self.array else []) + ["  " + g.line() for g in self.gates]
         out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
         out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
         out += [f"  NOT WHAT ITS EVIDENCE GIVES: {line}" for line in self.differs]
@@ -190,7 +192,23 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
         if custom else scale_summary(results)
     return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied),
-                    tuple(differs))
+                    tuple(differs), array_text(results, verdicts))
+
+
+def array_text(results: dict, verdicts: tuple[Verdict, ...]) -> str:
+    """What array the decision is about: the one gates.toml [array] named, or the one the runs agreed on (said so),
+    and the acceptance period; "" when no G2-G4 run touched an array."""
+    rows = [c for v in verdicts for c in v.criteria if c.name.startswith(NAME)]
+    if not rows:
+        return ""
+    named = str(rows[0].threshold)
+    recorded = (results.get("thresholds") or {}).get("array") if isinstance(results.get("thresholds"), dict) else None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    since, until = recorded.get("period_from"), recorded.get("period_until")
+    period = f"acceptance period {since or '...'} .. {until or '...'}" if since or until else "no acceptance period named"
+    unnamed = "" if named.startswith("the array named") else " - not named in gates.toml [array]"
+    failed = sum(c.outcome is not Outcome.PASS for c in rows)
+    return f"{named}{unnamed}; {period}" + (f"; {failed} of {len(rows)} runs not tied to it" if failed else "")
 
 
 def untied(gate_run, runs) -> tuple[str, ...]:
