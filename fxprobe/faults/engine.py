@@ -453,8 +453,11 @@ class FaultRun:
                                                self.restore_t - self.load_started, timing["recover_s"],
                                                timing["steady_s"])
         if uncovered and self.overrun is None:
-            raise ToolError(uncovered, hint="run it again with a longer timing.recover_s (the load runs steady_s + "
-                                            "fault_s + recover_s), or find why the fault was slow to inject")
+            raise ToolError(uncovered, hint=f"the restore came {self.restore_t - self.inject_t:.1f} s after the inject "
+                                            f"request, timing.fault_s is {timing['fault_s']:g} s: give the scenario a "
+                                            "fault_s longer than the injection takes (the load runs steady_s + fault_s + "
+                                            "recover_s; a longer recover_s moves the window's end with it), or find why "
+                                            "the fault was slow to inject")
         array_offset = site.array_offset(runner)
         events = []
         for name, bg in self.listeners.items():
