@@ -155,6 +155,16 @@ class Evidence:
             runs += fleet_runs(run.path, results, altered) or [RunRecord(run.path, results)]
         return cls(tuple(runs), tuple(unfinished), tuple(altered))
 
+    @classmethod
+    def from_checked(cls, folders: Iterable[tuple[Path, dict]]) -> "Evidence":
+        """The evidence of folders already checked against their manifests (path, results): a report's bundled
+        runs, hashed once when read (report.collect.read_run), not again here; a fleet run's sub-runs are
+        checked as from_paths checks them."""
+        runs, altered = [], []
+        for path, results in folders:
+            runs += fleet_runs(Path(path), results, altered) or [RunRecord(Path(path), results)]
+        return cls(tuple(runs), (), tuple(altered))
+
     def with_runs(self, runs: Iterable[RunRecord]) -> "Evidence":
         """The same evidence with other runs (a gate's own comparison in place of earlier ones); its unreadable
         and altered folders stay."""

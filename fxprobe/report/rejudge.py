@@ -57,7 +57,8 @@ def differences(gate_run, runs) -> tuple[str, ...]:
     shas = [entry.get("manifest_sha256") if isinstance(entry, dict) else None for entry in recorded]
     if not all(sha in present for sha in shas):
         return ()
-    again = {v.name: v for v in evaluate_all(Evidence.from_paths([present[sha].path for sha in shas]), config)}
+    evidence = Evidence.from_checked((present[sha].path, present[sha].results) for sha in shas)   # hashed once
+    again = {v.name: v for v in evaluate_all(evidence, config)}
     out = []
     for stored in gate_run.gates:
         judged = again.get(stored.name)
