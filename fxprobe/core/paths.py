@@ -13,6 +13,14 @@ from fxprobe.core.errors import BadInput
 SYSTEM_DIRECTORIES = ("/", "/dev", "/proc", "/sys", "/etc", "/usr", "/boot")
 
 
+def cache_folder() -> Path:
+    """fxprobe's cache: $FXPROBE_CACHE, else $XDG_CACHE_HOME/fxprobe, else ~/.cache/fxprobe (lab kernels, tool
+    versions)."""
+    base = os.environ.get("FXPROBE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fxprobe")
+    return Path(base)
+
+
 def system_directory(path: str | Path, realpath=os.path.realpath) -> str | None:
     """The system folder ``path`` is (or is inside: /etc/x), after following links; None for any other path.
     ``/`` itself is a system folder, its other children (/tmp, /srv, /mnt ...) are not."""

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from fxprobe.core.data import AsDict
 from fxprobe.core import kernel, sysfs
+from fxprobe.core.rundir import utc_stamp
 from fxprobe.core.runner import Runner, install_hint
+from fxprobe.host.tool_versions import CachedVersion, ToolVersionCache, binary_identity
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,26 @@ TOOL_PROBES = (
 )
 
 
-def probe_tool(runner: Runner, probe: ToolProbe) -> Capability:
-    if shutil.which(probe.argv[0]) is None:
+def probe_tool(runner: Runner, probe: ToolProbe, cache: ToolVersionCache | None = None,
+               read: dict[str, str] | None = None) -> Capability:
+    """The tool's version from ``probe``'s command; with ``cache``, the answer its unchanged binary gave before
+    (``read`` gets the UTC stamp of the answer used, per tool)."""
+    found = shutil.which(probe.argv[0])
+    if found is None:
         return Capability(probe.name, "tool", False, reason=f"`{probe.argv[0]}` not found on PATH",
                           fix=install_hint(probe.argv[0]).replace("install it: ", ""))
-    result = runner.run(list(probe.argv), timeout=20, label=f"version-{probe.name}", always=True)
-    match = re.search(probe.pattern, result.stdout + "\n" + result.stderr)
+    argv = list(probe.argv)
+    binary = binary_identity(found) if cache is not None else None
+    cached = cache.get(probe.name, argv, binary) if cache is not None else None
+    if cached is None:
+        result = runner.run(argv, timeout=20, label=f"version-{probe.name}", always=True)
+        cached = CachedVersion(argv=argv, binary=binary or [], output=result.stdout + "\n" + result.stderr,
+                               read=utc_stamp())
+        if cache is not None and binary is not None and result.ok:
+            cache.put(probe.name, cached)
+    if read is not None:
+        read[probe.name] = cached.read
+    match = re.search(probe.pattern, cached.output)
     if not match:
         return Capability(probe.name, "tool", True, reason=f"version not recognised in `{' '.join(probe.argv)}` output")
     return Capability(probe.name, "tool", True, version=match.group(1).rstrip(","))

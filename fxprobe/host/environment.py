@@ -4,7 +4,8 @@ It is the preflight log (``fxprobe preflight``: kernel, distro, CPU, memory/NUMA
 RDMA, NVMe, tool versions, caches, clock, sensors) of the machine the command ran on, with every item
 missing from it listed as a reproducibility risk and every biasing knob as a warning. ``fxprobe preflight``
 replaces it with the full log of the data interfaces it was given. Collected once per process (tool
-versions do not change under a running command); ``collected`` says when.
+versions do not change under a running command); ``collected`` says when. A tool's version is the one its binary
+gave before while that binary is unchanged (``tool_versions_read`` says when each was read; host.tool_versions).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fxprobe.core.errors import FxprobeError
 from fxprobe.core.rundir import RunDir, utc_stamp
 from fxprobe.core.runner import Runner
 from fxprobe.host import preflight
+from fxprobe.host.tool_versions import ToolVersionCache
 
 SOURCE = "fxprobe.host.environment: the preflight log, taken when the run started"
 
@@ -25,7 +27,7 @@ SOURCE = "fxprobe.host.environment: the preflight log, taken when the run starte
 @lru_cache(maxsize=1)
 def _collected() -> tuple[str, dict]:
     try:
-        return utc_stamp(), preflight.collect(Runner(None)).to_dict()
+        return utc_stamp(), preflight.collect(Runner(None), tool_cache=ToolVersionCache()).to_dict()
     except FxprobeError as exc:        # the log is evidence about the run, never a reason for it to fail
         return utc_stamp(), {"items": {}, "missing": [{"item": "environment", "reason": f"not collected: {exc}"}],
                              "warnings": []}

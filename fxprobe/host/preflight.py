@@ -16,6 +16,7 @@ from fxprobe.core.data import AsDict
 from fxprobe.core.kernel import BLOCK_CLASS, NVME_CLASS, RDMA_CLASS
 from fxprobe.core.clock import clock_state
 from fxprobe.host.doctor import TOOL_PROBES, probe_tool
+from fxprobe.host.tool_versions import RULE, ToolVersionCache
 from fxprobe.core.errors import NotRunnable
 from fxprobe.core.runner import Runner
 from fxprobe.tools import sysinfo
@@ -60,7 +61,8 @@ def nic_firmware(runner: Runner, name: str) -> dict | None:
 
 
 # -- the log ----------------------------------------------------------------------
-def collect(runner: Runner, interfaces: list[str] | None = None) -> Preflight:
+def collect(runner: Runner, interfaces: list[str] | None = None, tool_cache: ToolVersionCache | None = None) -> Preflight:
+    """The preflight log; with ``tool_cache``, tool versions its unchanged binaries gave before (host.tool_versions)."""
     pf = Preflight()
     uname = os.uname()
     pf.put("kernel", {"release": uname.release, "version": uname.version, "machine": uname.machine})
@@ -92,14 +94,17 @@ def collect(runner: Runner, interfaces: list[str] | None = None) -> Preflight:
     pf.put("rdma_devices", sysinfo.rdma_devices(), f"no RDMA device in {RDMA_CLASS}")
     pf.put("nvme_controllers", sysinfo.nvme_controllers(), f"no NVMe controller in {NVME_CLASS}")
     pf.put("gpus", sysinfo.gpus(), f"no GPU under {sysinfo.DRM_CLASS} (GPU, driver and power management not recorded)")
-    tools = {}
+    tools, read = {}, {}
     for probe in TOOL_PROBES:
-        cap = probe_tool(runner, probe)
+        cap = probe_tool(runner, probe, tool_cache, read)
         if cap.present and cap.version:
             tools[cap.name] = cap.version
         else:
             pf.missing[f"tool:{cap.name}"] = cap.reason
     pf.put("tools", tools)
+    if tool_cache is not None:
+        tool_cache.save()
+        pf.put("tool_versions_read", {"cache": str(tool_cache.path), "rule": RULE, "read": read})
     pf.put("page_cache", sysinfo.page_cache())
     caches = sysinfo.block_write_cache()
     pf.put("write_cache", caches, "no block device exposes queue/write_cache")

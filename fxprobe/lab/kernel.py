@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxprobe.core.paths import cache_folder
 from fxprobe.core.errors import NotRunnable, ToolError
 from fxprobe.core.runner import Runner
 
@@ -27,9 +28,7 @@ META_PACKAGE = "linux-image-amd64"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("FXPROBE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fxprobe")
-    return Path(base)
+    return cache_folder()
 
 
 @dataclass(frozen=True)
