@@ -304,8 +304,10 @@ def test_a_guest_runs_fxprobe_with_the_same_minor_python_and_its_launcher_says_s
     import sys
     from fxprobe.lab import guestpython
     argv = guestpython.python_argv("fxprobe.cli.main", "--version")
-    assert argv[0] == "env" and argv[1].startswith("PYTHONPATH=") and argv[3:] == ["-S", "-m", "fxprobe.cli.main",
+    assert argv[0] == "env" and argv[1].startswith("PYTHONPATH=") and argv[4:] == ["-S", "-m", "fxprobe.cli.main",
                                                                                     "--version"]
+    assert argv[2] == "PYDANTIC_DISABLE_PLUGINS=__all__"          # no scan of every distribution's entry points
+    argv = argv[:2] + argv[3:]
     assert argv[2].endswith(f"python{sys.version_info.major}.{sys.version_info.minor}") or argv[2] == sys.executable
     import fxprobe
     assert argv[1].split("=", 1)[1].split(":")[0] == str(Path(fxprobe.__file__).resolve().parent.parent)

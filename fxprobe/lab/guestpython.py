@@ -22,6 +22,9 @@ import sys
 from pathlib import Path
 
 GUEST_BIN = "/fxlab/bin"          # the guest's view of <share>/bin
+# pydantic looks for plugins in the entry points of every installed distribution when fxprobe's first schema is
+# built; fxprobe uses none, and the scan reads each distribution's files over 9p under TCG
+GUEST_ENV = ("PYDANTIC_DISABLE_PLUGINS=__all__",)
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,7 +47,7 @@ def guest_interpreter() -> str:
 
 def python_argv(module: str, *args: str) -> list[str]:
     """argv that runs a fxprobe module inside a guest (see the module's docstring)."""
-    return ["env", f"PYTHONPATH={guest_python_path()}", guest_interpreter(), "-S", "-m", module, *args]
+    return ["env", f"PYTHONPATH={guest_python_path()}", *GUEST_ENV, guest_interpreter(), "-S", "-m", module, *args]
 
 
 def write_launcher(share: Path) -> None:
