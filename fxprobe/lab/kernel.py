@@ -27,8 +27,7 @@ from fxprobe.core.runner import Runner
 META_PACKAGE = "linux-image-amd64"
 
 
-def cache_root() -> Path:
-    return cache_folder()
+cache_root = cache_folder      # the lab's kernels and initramfs live in fxprobe's cache
 
 
 @dataclass(frozen=True)
