@@ -156,8 +156,14 @@ class LabDrivePull(Method):
         return record if len(self.slots) == 1 else {**record, "method": "lab-drives", "slots": self.slots}
 
     def inject(self) -> None:
+        if not self.fault.get("delay_s"):      # at once: every device_del before any is awaited
+            self.env.lab.drive_pulls(self.slots)
+            if len(self.slots) > 1:
+                for slot in self.slots:
+                    self.env.note(f"drive slot {slot} pulled")
+            return
         for i, slot in enumerate(self.slots):
-            if i and self.fault.get("delay_s"):
+            if i:
                 time.sleep(self.fault["delay_s"])
             self.env.lab.drive_pull(slot)
             if len(self.slots) > 1:

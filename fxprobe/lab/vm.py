@@ -564,20 +564,34 @@ class Lab:
     # -- faults ----------------------------------------------------------------------
     def drive_pull(self, slot: int) -> dict:
         """Hot-remove drive ``slot`` (QMP device_del); md marks it failed and runs degraded."""
-        drive = self.drive(slot)
-        if not drive.present:
-            raise BadInput(f"drive slot {slot} is already pulled", hint=f"fxprobe lab fault drive-restore {slot}")
-        with self.qmp(drive.array) as qmp:
-            qmp.command("device_del", id=f"drive{drive.slot}")
-            event = qmp.wait_event("DEVICE_DELETED", 30, {"device": f"drive{drive.slot}"})
-        if event is None:
-            raise ToolError(f"drive slot {slot}: the array guest did not release the device within 30 s")
-        drive.present, drive.pulled = False, utc_stamp()
-        self.save()
-        if drive.export:
-            md = f"/dev/md/{drive.export}"
-            self.exec(drive.array, ["mdadm", md, "--fail", "detached", "--remove", "detached"], timeout=60)
-        return {"slot": drive.slot, "serial": drive.serial, "pulled": drive.pulled}
+        return self.drive_pulls([slot])[0]
+
+    def drive_pulls(self, slots: list[int]) -> list[dict]:
+        """Hot-remove drives ``slots`` at once, as drives that fail together: every device_del is sent before any
+        DEVICE_DELETED is awaited (the guest releases them side by side), then md fails and removes the detached
+        members, once per export."""
+        drives = [self.drive(slot) for slot in slots]
+        for drive in drives:
+            if not drive.present:
+                raise BadInput(f"drive slot {drive.slot} is already pulled",
+                               hint=f"fxprobe lab fault drive-restore {drive.slot}")
+        for guest in dict.fromkeys(drive.array for drive in drives):
+            ids = {f"drive{drive.slot}": drive for drive in drives if drive.array == guest}
+            with self.qmp(guest) as qmp:
+                for device in ids:
+                    qmp.command("device_del", id=device)
+                released = qmp.wait_events("DEVICE_DELETED", 30, "device", list(ids))
+            for device, drive in ids.items():
+                if device in released:
+                    drive.present, drive.pulled = False, utc_stamp()
+            self.save()
+            held = [str(drive.slot) for device, drive in ids.items() if device not in released]
+            if held:
+                raise ToolError(f"drive slot {', '.join(held)}: the array guest did not release the device within 30 s")
+        for drive in {d.export: d for d in drives if d.export}.values():
+            self.exec(drive.array, ["mdadm", f"/dev/md/{drive.export}", "--fail", "detached", "--remove", "detached"],
+                      timeout=60)
+        return [{"slot": drive.slot, "serial": drive.serial, "pulled": drive.pulled} for drive in drives]
 
     def drive_restore(self, slot: int, replace: bool = False) -> dict:
         """Plug drive ``slot`` back (QMP device_add, same serial and PCI slot) and add it back to md: ``--re-add``

@@ -60,6 +60,22 @@ class Qmp:
             raise ToolError(f"QMP {self.socket_path}: {name}: {error.get('class')}: {error.get('desc')}")
         return reply.get("return")
 
+    def wait_events(self, name: str, timeout: float, key: str, values: list) -> dict:
+        """Events ``name`` whose data[``key``] is each of ``values`` (in any order), within ``timeout`` s:
+        {value: event} of those that came."""
+        assert self._monitor is not None
+        import time
+        deadline, seen = time.monotonic() + timeout, {}
+        while len(seen) < len(values) and time.monotonic() < deadline:
+            try:
+                event = self._monitor.pull_event(wait=max(0.1, deadline - time.monotonic()))
+            except (OSError, QMPError, TimeoutError, EOFError):
+                break
+            value = (event or {}).get("data", {}).get(key)
+            if event and event.get("event") == name and value in values:
+                seen[value] = event
+        return seen
+
     def wait_event(self, name: str, timeout: float, match: dict | None = None) -> dict | None:
         """The first event ``name`` (whose data contains ``match``) within ``timeout`` s, or None."""
         assert self._monitor is not None
