@@ -30,14 +30,14 @@ settings.load_profile("fxprobe")
 
 # scripts/test hands the lab_parallel tests to its two workers a file at a time (--dist loadfile), in the order
 # collected: the longest files first, so that the short ones fill in at the end instead of one long file running
-# alone on one worker at the end. Seconds each file took in part 2 of a CI-like run (main 61ad837, two labs and
-# part 1 beside it; the rehearsal and the soak measured after they joined or changed); a file not named goes after
-# these. Only the order changes, never what runs.
+# alone on one worker at the end. Seconds each file took in part 2 of a CI-like run (ci30, main 169ddf1: two labs,
+# part 1 beside them); a file not named goes after these. Only the order changes, never what runs.
 LAB_PARALLEL_SECONDS = {
-    "test_lab_g1.py": 213, "test_lab_recover.py": 150, "test_lab.py": 163, "test_fault_lab.py": 160,
-    "test_lab_rehearse.py": 135, "test_soak_lab.py": 118, "test_lab_verify.py": 77, "test_lab_workload.py": 70,
-    "test_lab_target_control.py": 67, "test_lab_fleet.py": 64, "test_lab_netcheck_both_ends.py": 59,
-    "test_lab_raid_geometry.py": 48, "test_lab_fault_tune.py": 36, "test_lab_connect_iface.py": 13,
+    "test_lab_g1.py": 326, "test_lab.py": 250, "test_fault_lab.py": 241, "test_lab_rehearse.py": 225,
+    "test_lab_recover.py": 219, "test_soak_lab.py": 148, "test_lab_verify.py": 140, "test_lab_workload.py": 105,
+    "test_lab_fleet.py": 102, "test_lab_netcheck_both_ends.py": 91, "test_lab_raid_geometry.py": 86,
+    "test_lab_fault_tune.py": 55, "test_lab_mend.py": 29, "test_lab_connect_iface.py": 20,
+    "test_lab_target_control.py": 11,
 }
 
 
