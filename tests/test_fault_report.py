@@ -116,7 +116,7 @@ def test_png_shows_load_fault_and_restore(tmp_path):
 
 def test_sampling_loop_output_becomes_local_samples():
     argv = labprep.view_loop("array", 30, 1)
-    assert argv[0] == "sh" and argv[1].endswith("guestview.sh") and argv[2:] == ["loop", "30", "1", "array"]
+    assert argv[0] == "bash" and argv[1].endswith("guestview.sh") and argv[2:] == ["loop", "30", "1", "array"]
     host_text = f"T 1000.0\n{HOST_VIEW}T 1001.0\n{HOST_VIEW.replace('connecting', 'live')}T 1002.0\nsubsys nvme-su"
     array_text = f"T 999.5\n{ARRAY_VIEW}T 1000.8\n{ARRAY_VIEW.replace('[6/5] [_UUUUU]', '[6/6] [UUUUUU]')}T 1002"
     host = labprep.parse_sampling(host_text, labprep.parse_host_view)

@@ -47,7 +47,7 @@ def test_execute_is_the_steps_in_order():
 
 def test_the_guest_views_are_named_not_reached_into():
     argv = labprep.view_loop("host", 10, 0.5)
-    assert argv[:2] == ["sh", str(guestview.SCRIPT)] and argv[2:] == ["loop", "10", "0.5", "host"]
+    assert argv[:2] == ["bash", str(guestview.SCRIPT)] and argv[2:] == ["loop", "10", "0.5", "host"]
     text = "T 1.0\nsubsys nvme-subsys0 nqn.x round-robin\nns nvme-subsys0 nvme0n1\nT 2.0\n"
     [(t, view)] = labprep.parse_view_loop("host", text)
     assert t == 1.0 and view[0]["nqn"] == "nqn.x" and view[0]["namespaces"] == ["nvme0n1"]

@@ -89,3 +89,62 @@ def test_the_sampling_loop_stamps_each_view(tmp_path):
     samples = guestview.parse_sampling(text, guestview.parse_host_view)
     assert len(samples) >= 2 and all(t > 1.7e9 for t, _ in samples)
     assert [s[0]["paths"][0]["state"] for _, s in samples] == ["live"] * len(samples)
+
+
+def test_the_sampling_loop_forks_no_process_a_sample_under_bash_and_sh_does(tmp_path):
+    """Under emulation a fork costs a lab guest 0.1 s or more; the loop samples every second in two guests through
+    each fault run, so bash's loop takes its clock and its wait without date or sleep. The twin: sh forks both."""
+    shims, calls = tmp_path / "bin", tmp_path / "calls"
+    shims.mkdir()
+    for tool in ("date", "sleep"):
+        real = subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
+        (shims / tool).write_text(f'#!/bin/sh\necho {tool} >> "{calls}"\nexec {real} "$@"\n')
+        (shims / tool).chmod(0o755)
+    root = host_tree(tmp_path / "root")
+    env = {**os.environ, "FXPROBE_SYSROOT": str(root), "PATH": f"{shims}:{os.environ['PATH']}"}
+    argv = guestview.loop_argv("host", 2, 0.2)
+    assert argv[0] == "bash"
+    text = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, check=True).stdout
+    samples = guestview.parse_sampling(text, guestview.parse_host_view)
+    assert len(samples) >= 5 and all(b - a >= 0.2 for (a, _), (b, _) in zip(samples, samples[1:]))
+    assert not calls.exists(), calls.read_text()
+    subprocess.run(["sh", *argv[1:]], capture_output=True, text=True, timeout=30, env=env, check=True)
+    forked = calls.read_text().split()
+    assert forked.count("date") >= 5 and forked.count("sleep") >= 5, forked
+
+
+def timeouts_tree(root: Path) -> Path:
+    """Two TCP controllers of NQN (one with fast_io_fail_tmo off, one without the file), a PCIe drive, and a
+    controller of another subsystem."""
+    for n, nqn, transport, state, tmo in ((0, NQN, "tcp", "live", ("5", "600", "10", "off")),
+                                          (1, NQN, "tcp", "connecting", ("2", "60", "1", None)),
+                                          (2, "nqn.2014.08.org.nvmexpress:uuid:x", "pcie", "live", (None,) * 4),
+                                          (3, "nqn.other", "rdma", "live", ("5", "-1", "10", "5"))):
+        ctrl = f"sys/class/nvme/nvme{n}"
+        for name, value in (("transport", transport), ("state", state), ("subsysnqn", nqn),
+                            ("address", f"traddr=10.{n}.1.1,trsvcid=4420,src_addr=10.{n}.1.2")):
+            write(root, f"{ctrl}/{name}", value)
+        for name, value in zip(("kato", "ctrl_loss_tmo", "reconnect_delay", "fast_io_fail_tmo"), tmo):
+            if value is not None:
+                write(root, f"{ctrl}/{name}", value)
+        sub = f"sys/class/nvme-subsystem/nvme-subsys{n}"
+        write(root, f"{sub}/subsysnqn", nqn)
+        (root / sub / f"nvme{n}").mkdir()
+    write(root, "sys/class/nvme-subsystem/nvme-subsys0/iopolicy", "numa")
+    return root
+
+
+def test_the_timeouts_view_reads_what_the_advice_module_reads(tmp_path, monkeypatch):
+    """The fault run reads a lab host's NVMe timeouts with this view (sh builtins) instead of a Python start in the
+    guest: what it parses equals faults.advice.read_timeouts over the same sysfs, for the run's subsystem and all."""
+    from fxprobe.core import sysfs
+    from fxprobe.faults.advice import read_timeouts
+    root = timeouts_tree(tmp_path)
+    monkeypatch.setattr(sysfs, "ROOT", root)
+    text = run(root, guestview.view_argv("timeouts"))
+    for nqn in (NQN, None):
+        assert guestview.parse_timeouts_view(text, nqn) == read_timeouts(nqn)
+    mine = guestview.parse_timeouts_view(text, NQN)
+    assert mine["iopolicy"] == "numa" and set(mine["controllers"]) == {"nvme0", "nvme1"}
+    assert mine["controllers"]["nvme0"]["fast_io_fail_tmo"] == "off"
+    assert "fast_io_fail_tmo" not in mine["controllers"]["nvme1"]

@@ -263,7 +263,7 @@ class LabSite(Site):
         self.host, self.array_host = lab.guest(name), lab.guest("array")
 
     def read_timeouts(self, scenario: Scenario) -> None:
-        self.timeouts = _remote_timeouts(self.lab, self.env.load_host, self.env.nqn)
+        self.timeouts = labprep.timeouts_view(self.lab, self.env.load_host, self.env.nqn)
 
     def start_sampling(self, runner: Runner, scenario: Scenario, sample_s: float, background: list) -> None:
         # sampling loops in the guests: no SSH round trip per sample
@@ -688,15 +688,6 @@ def _lab_device(lab, host: str, nqn: str) -> str:
         if subsys["nqn"] == nqn and subsys["namespaces"]:
             return f"/dev/{subsys['namespaces'][0]}"
     raise ToolError(f"{host} has no namespace of {nqn}", hint="is the host connected? fxprobe lab status")
-
-
-def _remote_timeouts(lab, host: str, nqn: str) -> dict:
-    import json
-    result = lab.runner.run(lab.python("fxprobe.faults.advice", nqn), timeout=60, host=lab.guest(host),
-                            check=True, label="timeouts")
-    return json.loads(result.stdout)
-
-
 
 
 def wait_started(background, timeout: float) -> float:

@@ -249,6 +249,14 @@ def host_view(lab, host: str) -> list[dict]:
     return parse_host_view(result.stdout)
 
 
+def timeouts_view(lab, host: str, nqn: str) -> dict:
+    """The NVMe timeouts of ``host``'s controllers of ``nqn`` and its iopolicy, as faults.advice.read_timeouts
+    gives them on that host."""
+    result = lab.runner.run(guestview.view_argv("timeouts"), timeout=60, host=lab.guest(host), check=True,
+                            label="timeouts")
+    return guestview.parse_timeouts_view(result.stdout, nqn)
+
+
 def array_view(lab, roles: bool = False) -> dict:
     """The array guest's NVMe controllers and md arrays (``roles``: with members' md roles and raid10 layouts)."""
     views = ("array", "roles") if roles else ("array",)

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fxprobe.tools.nvme_sysfs import TIMEOUT_ATTRS
+
 SCRIPT = Path(__file__).with_name("guestview.sh")
-VIEWS = ("host", "array", "roles")
+VIEWS = ("host", "array", "roles", "timeouts")
 
 
 def view_argv(*views: str) -> list[str]:
     """argv that prints each view once (``host``: NVMe subsystems and paths; ``array``: mdstat and NVMe drives;
-    ``roles``: md members' roles and raid10 layouts)."""
+    ``roles``: md members' roles and raid10 layouts; ``timeouts``: the fabrics controllers' timeouts and the
+    subsystems' iopolicy, as ``parse_timeouts_view`` reads them)."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown or not views:
         raise ValueError(f"guest views are {', '.join(VIEWS)}, not {unknown or 'none'}")
@@ -20,9 +23,10 @@ def view_argv(*views: str) -> list[str]:
 
 
 def loop_argv(view: str, seconds: float, interval: float) -> list[str]:
-    """argv of a sampling loop on the node: every ``interval`` s a ``T <epoch>`` line, then the view."""
+    """argv of a sampling loop on the node: every ``interval`` s a ``T <epoch>`` line, then the view (run by bash,
+    whose clock and timed read sample without forking date and sleep: 3 processes a second under emulation)."""
     view_argv(view)
-    return ["sh", str(SCRIPT), "loop", str(int(seconds)), f"{interval:g}", view]
+    return ["bash", str(SCRIPT), "loop", str(int(seconds)), f"{interval:g}", view]
 
 
 def md_geometry_argv(name: str) -> list[str]:
@@ -87,3 +91,19 @@ def parse_array_view(text: str) -> dict:
                 if member["device"] == fields[2]:
                     member["role"] = int(fields[3]) if fields[3].isdigit() else None
     return {"nvme_controllers": controllers, "md": arrays}
+
+
+def parse_timeouts_view(text: str, nqn: str | None = None) -> dict:
+    """What ``faults.advice.read_timeouts(nqn)`` gives on the node, from the ``timeouts`` view: the fabrics controllers
+    (of ``nqn``) with the timeouts their sysfs holds, state and address, and the subsystem's iopolicy."""
+    controllers, policies = {}, []
+    for line in text.splitlines():
+        fields = line.split(" ", 9)
+        if fields[0] == "tmo" and len(fields) == 10 and (nqn is None or fields[3] == nqn):
+            values = dict(zip(TIMEOUT_ATTRS, fields[5:9]))
+            controllers[fields[1]] = {**{k: v for k, v in values.items() if v != "-"},
+                                      "state": None if fields[4] == "-" else fields[4],
+                                      "address": None if fields[9] == "-" else fields[9]}
+        elif fields[0] == "iopolicy" and len(fields) == 3 and (nqn is None or fields[1] == nqn):
+            policies.append(None if fields[2] == "-" else fields[2])
+    return {"controllers": controllers, "iopolicy": policies[0] if policies else None}
