@@ -21,6 +21,7 @@ file edited on the host after a guest read it may stay stale in that guest until
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import os
@@ -48,7 +49,7 @@ from fxprobe.lab.qemu import (ARRAY_MEMORY_MB, BOOTED, GuestConfig, Nic, _alive,
 from fxprobe.lab.spec import (NVME_PORT, SUBSYS_PREFIX, LabSpec, LinkPlan, drive_serial, host_identity,
                               hosts_file, link_plan)
 from fxprobe.lab.state import DriveState, ExportState, GuestState, KernelState, LabState, LinkState
-from fxprobe.tools.qmp import Qmp
+from fxprobe.tools.qmp import Qmp, event_epoch
 from fxprobe.core.rundir import utc_stamp
 from fxprobe.core.runner import CommandResult, Runner
 
@@ -568,8 +569,8 @@ class Lab:
 
     def drive_pulls(self, slots: list[int]) -> list[dict]:
         """Hot-remove drives ``slots`` at once, as drives that fail together: every device_del is sent before any
-        DEVICE_DELETED is awaited (the guest releases them side by side), then md fails and removes the detached
-        members, once per export."""
+        DEVICE_DELETED is awaited (the guest releases them side by side; each drive's ``pulled`` is its event's
+        timestamp), then md fails and removes the detached members, once per export."""
         drives = [self.drive(slot) for slot in slots]
         for drive in drives:
             if not drive.present:
@@ -582,8 +583,10 @@ class Lab:
                     qmp.command("device_del", id=device)
                 released = qmp.wait_events("DEVICE_DELETED", 30, "device", list(ids))
             for device, drive in ids.items():
-                if device in released:
-                    drive.present, drive.pulled = False, utc_stamp()
+                if device in released:     # the instant QEMU let go of it, not when this process heard of it
+                    at = event_epoch(released[device])
+                    drive.present = False
+                    drive.pulled = utc_stamp(dt.datetime.fromtimestamp(at, dt.timezone.utc) if at else None)
             self.save()
             held = [str(drive.slot) for device, drive in ids.items() if device not in released]
             if held:

@@ -14,6 +14,15 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 from fxprobe.core.errors import ToolError
 
 
+def event_epoch(event: dict) -> float | None:
+    """When QEMU sent ``event``: its ``timestamp`` (seconds and microseconds of this machine's clock), or None."""
+    stamp = event.get("timestamp") or {}
+    try:
+        return int(stamp["seconds"]) + int(stamp["microseconds"]) / 1e6
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class Qmp:
     """``with Qmp(path) as qmp: qmp.command("set_link", name="nic-l1", up=False)``
 
