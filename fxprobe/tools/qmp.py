@@ -6,6 +6,7 @@ kept open between them. Errors name the socket and the command.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from qemu.qmp import QMPError
@@ -69,33 +70,32 @@ class Qmp:
             raise ToolError(f"QMP {self.socket_path}: {name}: {error.get('class')}: {error.get('desc')}")
         return reply.get("return")
 
-    def wait_events(self, name: str, timeout: float, key: str, values: list) -> dict:
-        """Events ``name`` whose data[``key``] is each of ``values`` (in any order), within ``timeout`` s:
-        {value: event} of those that came."""
+    def _events(self, name: str, timeout: float):
+        """Events ``name`` as they come, until ``timeout`` s have passed or the connection ends."""
         assert self._monitor is not None
-        import time
-        deadline, seen = time.monotonic() + timeout, {}
-        while len(seen) < len(values) and time.monotonic() < deadline:
-            try:
-                event = self._monitor.pull_event(wait=max(0.1, deadline - time.monotonic()))
-            except (OSError, QMPError, TimeoutError, EOFError):
-                break
-            value = (event or {}).get("data", {}).get(key)
-            if event and event.get("event") == name and value in values:
-                seen[value] = event
-        return seen
-
-    def wait_event(self, name: str, timeout: float, match: dict | None = None) -> dict | None:
-        """The first event ``name`` (whose data contains ``match``) within ``timeout`` s, or None."""
-        assert self._monitor is not None
-        import time
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 event = self._monitor.pull_event(wait=max(0.1, deadline - time.monotonic()))
             except (OSError, QMPError, TimeoutError, EOFError):
-                return None
-            if event and event.get("event") == name and all(
-                    event.get("data", {}).get(k) == v for k, v in (match or {}).items()):
-                return event
-        return None
+                return
+            if event and event.get("event") == name:
+                yield event
+
+    def wait_events(self, name: str, timeout: float, key: str, values: list) -> dict:
+        """Events ``name`` whose data[``key``] is each of ``values`` (in any order), within ``timeout`` s:
+        {value: event} of those that came."""
+        seen: dict = {}
+        if values:
+            for event in self._events(name, timeout):
+                value = event.get("data", {}).get(key)
+                if value in values:
+                    seen[value] = event
+                if len(seen) == len(values):
+                    break
+        return seen
+
+    def wait_event(self, name: str, timeout: float, match: dict | None = None) -> dict | None:
+        """The first event ``name`` (whose data contains ``match``) within ``timeout`` s, or None."""
+        return next((event for event in self._events(name, timeout) if all(
+            event.get("data", {}).get(k) == v for k, v in (match or {}).items())), None)
