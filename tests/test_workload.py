@@ -21,7 +21,9 @@ from fxprobe.core.hosts import LocalHost
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
-from fxprobe.workload.run import Node, plan_run, run_profile, spread, steady_state
+from fxprobe.core.verdict import Outcome
+from fxprobe.workload import cache
+from fxprobe.workload.run import Node, plan_run, run_profile, run_verdict, spread, steady_state
 from histref import hist_view_checked, independent_merge, numpy_percentile
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -54,8 +56,10 @@ def test_directory_run_has_three_repeats_cv_steady_state_and_merged_p99(dir_run)
     # fio writes the bw and iops logs separately: their first stamps may differ by a millisecond or two
     assert abs(result.repeats[0].iops_series[0][0] - stamps[0]) <= 5
     assert sum(v for _, v in result.repeats[0].iops_series) > 0
-    # the cache was dropped (root) or the run says why not
-    assert all("page cache" in r.cache for r in result.repeats)
+    # the cache was dropped before every buffered cold repeat (root), judged in the run's own verdict
+    assert result.reads_through_cache and all(r.cache == "page cache dropped" for r in result.repeats)
+    dropped = [c for c in run_verdict(result).criteria if c.name == cache.NAME]
+    assert [(c.outcome, c.measured, c.threshold) for c in dropped] == [(Outcome.PASS, 3, 3)]
 
 
 def test_directory_run_evidence(dir_run):

@@ -189,3 +189,30 @@ def test_ceiling_from_a_netcheck_run_folder(tmp_path):
         ceiling_bps(None, run.path, "lo")
     with pytest.raises(BadInput, match="not both"):
         ceiling_bps(100, run.path, None)
+
+
+def test_cold_run_whose_cache_drop_the_kernel_refuses_is_an_error_not_a_pass(tmp_path):
+    """The planted-fail twin of the dropped cache (tests/test_workload.py): the same cold profile, run by the
+    real CLI in a mount namespace whose /proc/sys is read-only (as in a container): sysctl is refused by the
+    kernel, the repeats read through a cache that was not dropped, and the run's verdict is ERROR (exit 4)
+    naming the node, the repeats and what sysctl said - not a PASS with a note beside it."""
+    if shutil.which("unshare") is None or shutil.which("fio") is None:
+        pytest.skip("needs unshare (util-linux) and fio")
+    assert os.geteuid() == 0, "this twin needs root: it makes /proc/sys read-only in a mount namespace of its own"
+    target = tmp_path / "target"
+    target.mkdir()
+    cli = [sys.executable, "-c", "import sys; from fxprobe.cli.main import main; sys.exit(main(sys.argv[1:]))",
+           "--json", "--runs", str(tmp_path / "runs"), "run", "small-file-dataset", "--target", str(target),
+           "--size", "48M", "--runtime", "1", "--ramp", "0.5", "--repeats", "2", "--set", "jobs=4"]
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           'mount --bind -o ro /proc/sys /proc/sys && exec "$@"', "sh", *cli],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4, done.stderr[-2000:]
+    results = json.loads(next((tmp_path / "runs").glob("*-run/results.json")).read_text())
+    assert results["outcome"] == "error"
+    dropped = [c for c in results["verdict"]["criteria"] if c["name"].startswith("page cache dropped")]
+    assert [(c["outcome"], c["measured"], c["threshold"]) for c in dropped] == [("error", 0, 2)]
+    assert "not dropped on local in repeats 1, 2: sysctl -q -w vm.drop_caches=3: sysctl: " in dropped[0]["detail"]
+    repeats = results["workload"]["repeats"]
+    assert [r["cache_drops"][0]["dropped"] for r in repeats] == [False, False]
+    assert results["workload"]["reads_through_cache"] is True

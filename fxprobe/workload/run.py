@@ -9,12 +9,13 @@ always come from json+ bins merged across jobs, repeats and hosts.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 import shutil
 import socket
 import statistics
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -24,7 +25,7 @@ import pandas as pd
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import BadInput, NotRunnable, ToolError
 from fxprobe.core.hosts import LOCAL, LocalHost
-from fxprobe.workload.jobfile import Target, job_text, region_bytes
+from fxprobe.workload.jobfile import Target, engine, job_text, region_bytes
 from fxprobe.workload.profiles import Derivation, Profile, derive, human_bytes, load_profile
 from fxprobe.core.runner import Background, Runner
 from fxprobe.core.status import Figures, Status
@@ -33,7 +34,8 @@ from fxprobe.host.safety import TargetCheck, check_target
 from fxprobe.tools.blockdev import RemoteSystemView, SystemView
 from fxprobe.tools import fio, fio_logs, procs
 from fxprobe.tools.fio import Node
-from fxprobe.workload import common_span, fleet
+from fxprobe.workload import cache, common_span, fleet
+from fxprobe.workload.cache import CacheDrop
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 REPEAT_DIFF_LIMIT_PCT = 5.0
@@ -90,6 +92,7 @@ class RepeatResult:
     iops_series: tuple[tuple[int, float], ...]
     job_file: str
     cache: str
+    cache_drops: tuple[CacheDrop, ...] = ()                 # a cold profile: each node's drop before it
     bins: dict = field(default_factory=dict, repr=False)
     per_node_iops: dict = field(default_factory=dict)
     node_bins: dict = field(default_factory=dict, repr=False)     # node -> its json+ bins
@@ -132,6 +135,7 @@ class WorkloadResult:
     hist_logs: fleet.HistLogs | None = None                   # client/server runs: the raw clat_hist logs merged
     concurrent: common_span.Concurrent | None = None          # two or more nodes: what they moved while all ran
     array_seen: tuple[dict, ...] = ()                          # per node: the target's NVMe subsystem (the gates')
+    reads_through_cache: bool = False                          # the measure job reads without O_DIRECT
 
     def to_dict(self) -> dict:
         return {"profile": self.profile, "target": self.target, "direction": self.direction,
@@ -144,6 +148,7 @@ class WorkloadResult:
                 "per_node_bw_bytes": self.per_node_bw, "slowest_node": self.slowest_node,
                 "ceiling_bps": self.ceiling_bps, "fraction_of_ceiling": self.fraction_of_ceiling,
                 "job_file": self.job_file, "notes": list(self.notes),
+                "reads_through_cache": self.reads_through_cache,
                 "node_figures": {k: v.to_dict() for k, v in self.node_figures.items()},
                 "hist_logs": self.hist_logs.to_dict() if self.hist_logs else None,
                 "concurrent": self.concurrent.to_dict() if self.concurrent else None}
@@ -393,18 +398,6 @@ def _errno_name(code: int) -> str:
     return f"{errno.errorcode.get(code, '?')}: {os.strerror(code)}"
 
 
-def drop_caches(runner: Runner, node: Node) -> str:
-    """Drop the page cache on a node; returns what happened (never raises for a refusal)."""
-    result = runner.run(["sync"], timeout=120, host=node.host, label="sync")
-    result = runner.run(["sysctl", "-q", "-w", "vm.drop_caches=3"], timeout=120, host=node.host,
-                        label="drop-caches")
-    if result.dry_run:
-        return "would drop the page cache"
-    if result.ok:
-        return "page cache dropped"
-    return f"page cache NOT dropped on {node.name} ({(result.stderr or result.stdout).strip()[:120] or 'exit ' + str(result.returncode)})"
-
-
 @dataclass(frozen=True)
 class Plan:
     """Everything decided before fio runs: shown by --dry-run, used by run_profile."""
@@ -492,7 +485,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
         lifetime = layout_timeout + d.repeats * (timeout + 300)
         servers = FioServers(runner, node_list, lifetime)
     results: list[RepeatResult] = []
-    with servers if servers else _null():
+    direct = engine(d, the_target)[0]
+    with servers if servers else nullcontext():
         if d.writes:
             layout = ("none (write profile on a device: the region is overwritten)" if the_target.block else
                       "none (write profile: fio creates fresh files before timing starts and unlinks them after)")
@@ -506,18 +500,14 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             layout = f"{human_bytes(region_bytes(d) if the_target.block else d.total_bytes)} written " \
                      f"in {time.monotonic() - started:.1f} s (not timed)"
         for index in range(1, d.repeats + 1):
-            if d.cold:
-                with ThreadPoolExecutor(max_workers=max(1, min(len(node_list), 8))) as pool:   # side by side
-                    drops = list(zip((n.name for n in node_list), pool.map(lambda n: drop_caches(runner, n), node_list)))
-                cache = drops[0][1] if len(drops) == 1 else "; ".join(f"{name}: {text}" for name, text in drops)
-                if the_target.block:
-                    cache += " (raw device read with O_DIRECT: the cache is not involved)"
+            drops = cache.drop_everywhere(runner, node_list) if d.cold else ()
+            if drops:
+                cache_line = cache.summary(drops, direct)
             elif d.writes:
-                cache = "write profile: cache not dropped"
+                cache_line = "write profile: cache not dropped"
             else:
-                cache = "warm: cache kept"
-            if "NOT" in cache and cache not in notes:
-                notes.append(cache)
+                cache_line = "warm: cache kept"
+            notes += [t for t in (x.text() for x in drops if not x.dropped) if t not in notes]
             prefix = f"{d.profile}.r{index}"
             job = workdir / f"{prefix}.fio"
             job.write_text(job_text(d, the_target, log_prefix=str(workdir / prefix), log_msec=log_msec,
@@ -525,11 +515,12 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             progress(f"repeat {index}/{d.repeats}: {d.ramp:g} s ramp + {d.runtime:g} s")
             status.timed(f"{status_prefix}repeat {index}/{d.repeats}", (index - 1) * per_run, per_run)
             result = _fio(runner, job, servers, timeout, f"fio-{prefix}")
-            results.append(_repeat(index, result, d, workdir, prefix, log_msec, cache, job, node_list))
+            results.append(replace(_repeat(index, result, d, workdir, prefix, log_msec, cache_line, job, node_list),
+                                   cache_drops=drops))
             repeat_figures(status, results[-1])
     hists = sorted(workdir.glob(f"{d.profile}.r*_clat_hist.*.log*")) if servers else []
     return replace(_summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes, hists),
-                   array_seen=plan.array_seen)
+                   array_seen=plan.array_seen, reads_through_cache=not direct)
 
 
 def repeat_figures(status, repeat: RepeatResult) -> None:
@@ -540,14 +531,6 @@ def repeat_figures(status, repeat: RepeatResult) -> None:
         status.interval(Figures(node, time.time(), bw=bw, iops=repeat.iops * (bw / total if total else 0.0),
                                 p99_ns=repeat.percentiles_ns.get(99.0), p50_ns=repeat.percentiles_ns.get(50.0),
                                 p999_ns=repeat.percentiles_ns.get(99.9)))
-
-
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
 
 
 def _direction(d: Derivation) -> str:
@@ -642,11 +625,14 @@ def _summarise(d: Derivation, target: str, check: TargetCheck, nodes: Sequence[N
 
 
 def run_verdict(result: WorkloadResult) -> Verdict:
-    """A run's own verdict: its repeats agree within REPEAT_DIFF_LIMIT_PCT and each reached steady state."""
+    """A run's own verdict: its repeats agree within REPEAT_DIFF_LIMIT_PCT and each reached steady state; a cold
+    run read through the page cache also had it dropped on every node before every repeat (:mod:`.cache`)."""
     bw = result.bandwidth
     criteria = [
         Criterion.compare("repeats agree (largest pairwise difference)", bw.max_pair_diff_pct, "<=",
                           REPEAT_DIFF_LIMIT_PCT, unit="%", detail=f"CV {bw.cv_pct:.2f} %"),
         Criterion.compare("steady state attained (repeats)", result.steady_attained, "==", len(result.repeats)),
     ]
+    if result.derivation.cold and result.reads_through_cache:
+        criteria.append(cache.criterion([r.cache_drops for r in result.repeats]))
     return Verdict(f"run {result.profile}", tuple(criteria))
