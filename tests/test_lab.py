@@ -17,6 +17,7 @@ import pytest
 from fxprobe.cli.main import main
 from fxprobe.core.errors import NotRunnable
 from fxprobe.core.hosts import SshHost
+from fxprobe.host import telemetry
 from fxprobe.lab.spec import LabSpec
 from fxprobe.lab.vm import ALT_PORT_OFFSET, Lab, lab_home, listening_ports
 from fxprobe.core.rundir import RunDir
@@ -101,6 +102,19 @@ def test_must_show_1_subsystem_on_host_and_24_drives_in_array(lab, tmp_path, cap
     assert sorted(d["serial"] for d in status["drives"] if d["state"] == "present") == serials
     assert status["md"][0]["working_disks"] == SESSION_RAID_DRIVES
     assert {s["nqn"] for s in status["nvme"]["host1"]} >= {nqn}
+
+
+@pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests
+def test_soak_health_reads_each_smart_log_through_tools_nvme(lab):
+    """The soak's health record (telemetry.smart_logs) is tools.nvme's reader and parser: a drive of the array
+    (QEMU's NVMe: 323 K) and a fabrics controller of host1 (nvmet: no sensor, 0 K -> no Celsius) give the typed
+    record's fields; a controller that is not there is an error kept beside them, not raised."""
+    array = telemetry.smart_logs(Runner(), host=lab.guest("array"), controllers=["nvme0", "nvme99"])
+    assert array["nvme0"]["temperature_k"] == 323 and array["nvme0"]["temperature_c"] == 49.85
+    assert array["nvme0"]["media_errors"] == 0 and array["nvme0"]["spare_below_threshold"] is False
+    assert array["nvme99"]["error"].startswith("nvme smart-log: ")
+    host = telemetry.smart_logs(Runner(), host=lab.guest("host1"), controllers=["nvme0"])["nvme0"]
+    assert host["temperature_k"] == 0 and host["temperature_c"] is None and host["critical_warning"] == 0
 
 
 @pytest.mark.lab_parallel   # judges no time or throughput: runs beside another lab's tests

@@ -7,21 +7,17 @@ the kernel keeps (a reader computes rates from two samples).
 
 from __future__ import annotations
 
-import json
 import re
 
 import psutil
 
-from fxprobe.tools import mdadm
-from fxprobe.tools import nvme_sysfs
+from fxprobe.tools import mdadm, nvme, nvme_sysfs
 from fxprobe.core import sysfs
-from fxprobe.core.errors import ParseError
+from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.kernel import MDSTAT, NVME_CLASS
 from fxprobe.core.hosts import LOCAL, Host
 
 SKIP_DISKS = re.compile(r"^(loop|ram|zram|sr|fd)\d*")
-SMART_FIELDS = ("critical_warning", "temperature", "avail_spare", "percent_used", "percentage_used",
-                "media_errors", "num_err_log_entries", "power_on_hours", "unsafe_shutdowns")
 
 
 def host_counters() -> dict:
@@ -71,28 +67,15 @@ def md_states() -> dict[str, dict]:
             for a in arrays}
 
 
-def parse_smart_log(output: str, source: str = "nvme smart-log") -> dict:
-    """The health fields of ``nvme smart-log -o json`` (temperature in kelvin, as nvme-cli prints it)."""
-    try:
-        data = json.loads(output)
-    except json.JSONDecodeError as exc:
-        raise ParseError(source, "(document)", f"not JSON: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise ParseError(source, "(document)", "not a JSON object")
-    return {k: data[k] for k in SMART_FIELDS if k in data}
-
-
 def smart_logs(runner, host: Host = LOCAL, controllers: list[str] | None = None) -> dict[str, dict]:
-    """``nvme smart-log`` of each controller; a failure is kept as {"error": ...}, never raised."""
+    """``nvme smart-log`` of each controller, read and parsed by :mod:`fxprobe.tools.nvme` (its health fields
+    and counters as JSON); a failure is kept as {"error": ...}, never raised."""
     result = {}
     for ctrl in controllers if controllers is not None else sysfs.listdir(NVME_CLASS):
-        run = runner.run(["nvme", "smart-log", f"/dev/{ctrl}", "-o", "json"], timeout=15, host=host,
-                         label=f"smart-log-{ctrl}", always=True)
-        if not run.ok:
-            result[ctrl] = {"error": run.failure("nvme smart-log")}
-            continue
         try:
-            result[ctrl] = parse_smart_log(run.stdout, f"nvme smart-log /dev/{ctrl}")
-        except ParseError as exc:
+            smart = nvme.run_smart_log(runner, f"/dev/{ctrl}", host=host, timeout=15)
+        except ToolError as exc:                  # a failed command or an output it cannot read
             result[ctrl] = {"error": str(exc)}
+        else:
+            result[ctrl] = smart.to_dict() if smart else {}
     return result
