@@ -1,6 +1,7 @@
 """Soak: durations, fio's status stream, the interruption monitor, records, summary, bad input."""
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -45,6 +46,16 @@ def test_parse_status_doc_sums_jobs_and_directions():
     doc["jobs"].append({"jobname": "k", "error": 0, "read": {"io_bytes": 100, "total_ios": 3}})
     point = soak.parse_status_doc(doc)
     assert point == soak.StatusPoint(1000.5, 4096 + 8192 + 100, 4, 2, 5, read_bytes=4096 + 100)
+
+
+def test_a_job_stopped_on_an_error_it_did_not_count_is_one_error_as_in_the_fault_verdict():
+    """fio 3.33 stopped on ENOSPC (captured): no total_err, error 28. The soak counts it as the fault verdict
+    and the live line do (tools.fio_status.errored_ios): one errored I/O, not zero beside a job error."""
+    from fxprobe.faults.analysis import fio_errors
+    from fxprobe.tools.fio_status import last_json
+    text = (Path(__file__).parent / "fixtures" / "fio" / "job-error-devfull-json-3.33.json").read_text()
+    point = soak.parse_status_doc(last_json(text))
+    assert (point.errors, point.job_error) == (1, 28) and fio_errors(text) == (1, "errno 28")
 
 
 def test_parse_status_doc_keeps_the_longest_io():

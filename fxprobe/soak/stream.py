@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio
 from fxprobe.tools.fields import arr, integer, number, obj
+from fxprobe.tools.fio_status import errored_ios
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,7 @@ class StatusPoint:
     ts: float            # epoch seconds (fio's timestamp_ms)
     io_bytes: int
     ios: int
-    errors: int          # total_err over jobs (continue_on_error)
+    errors: int          # errored I/O over jobs: total_err, or 1 for a job stopped on an error it did not count
     job_error: int       # the first non-zero job error code, 0 if none
     max_lat_ns: int = 0  # the longest I/O so far (lat_ns.max, else clat_ns.max, over jobs and directions)
     read_bytes: int = 0  # of io_bytes, those read (a verifying load checks each: the verified bytes)
@@ -44,7 +45,8 @@ def parse_status_doc(doc, source: str = "fio status") -> StatusPoint:
                 lat = stats.get("lat_ns") or stats.get("clat_ns") or {}
                 if isinstance(lat, dict) and lat.get("max") is not None:
                     max_lat = max(max_lat, int(number(lat["max"], source, f"jobs[{i}].{direction}.lat_ns.max")))
-        errors += integer(row.get("total_err", 0), source, f"jobs[{i}].total_err")
+        integer(row.get("total_err", 0), source, f"jobs[{i}].total_err")      # a count, or a ParseError
         code = integer(row.get("error", 0), source, f"jobs[{i}].error")
+        errors += errored_ios(row)          # the fault verdict's and the live line's rule
         job_error = job_error or code
     return StatusPoint(ts, io_bytes, ios, errors, job_error, max_lat, read_bytes)
