@@ -9,6 +9,7 @@ from fxprobe.core.runner import Runner
 from fxprobe.host import environment, preflight
 from fxprobe.host.doctor import ToolProbe, probe_tool
 from fxprobe.host.tool_versions import ToolVersionCache
+from fxprobe.tools import fio
 
 
 def tool(tmp_path, version: str):
@@ -17,7 +18,7 @@ def tool(tmp_path, version: str):
     script.parent.mkdir(exist_ok=True)
     script.write_text(f"#!/bin/sh\necho x >> {tmp_path}/asked\necho fio-{version}\n")
     script.chmod(0o755)
-    return ToolProbe("fio", ("fakefio", "--version"), r"fio-(\S+)")
+    return ToolProbe("fio", ("fakefio", "--version"), fio.VERSION_PATTERN)
 
 
 def asked(tmp_path) -> int:

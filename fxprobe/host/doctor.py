@@ -16,6 +16,7 @@ from fxprobe.core import kernel, sysfs
 from fxprobe.core.rundir import utc_stamp
 from fxprobe.core.runner import Runner, install_hint
 from fxprobe.host.tool_versions import CachedVersion, ToolVersionCache, binary_identity
+from fxprobe.tools import fio, iperf3, nvme, perftest
 
 
 @dataclass(frozen=True)
@@ -32,20 +33,21 @@ class Capability(AsDict):
 class ToolProbe:
     name: str
     argv: tuple[str, ...]
-    pattern: str       # regex with one group: the version
+    pattern: str       # regex whose group "version" is the version
 
 
+# the tools fxprobe parses carry their own version command and pattern (tools/): one regex each
 TOOL_PROBES = (
-    ToolProbe("fio", ("fio", "--version"), r"fio-(\S+)"),
-    ToolProbe("nvme-cli", ("nvme", "version"), r"nvme version (\S+)"),
-    ToolProbe("libnvme", ("nvme", "version"), r"libnvme version (\S+)"),
-    ToolProbe("perftest", ("ib_read_bw", "--version"), r"Version:\s*(\S+)"),
-    ToolProbe("iperf3", ("iperf3", "--version"), r"iperf (\S+)"),
-    ToolProbe("mdadm", ("mdadm", "--version"), r"mdadm - v(\S+)"),
-    ToolProbe("blktrace", ("blktrace", "-v"), r"version (\S+)"),
-    ToolProbe("iproute2", ("ip", "-V"), r"iproute2-(\S+)"),
-    ToolProbe("qemu", ("qemu-system-x86_64", "--version"), r"version (\S+)"),
-    ToolProbe("openssh", ("ssh", "-V"), r"OpenSSH_([^\s,]+)"),
+    ToolProbe("fio", fio.VERSION_ARGV, fio.VERSION_PATTERN),
+    ToolProbe("nvme-cli", nvme.VERSION_ARGV, nvme.VERSION_PATTERN),
+    ToolProbe("libnvme", nvme.VERSION_ARGV, nvme.LIBNVME_VERSION_PATTERN),
+    ToolProbe("perftest", ("ib_read_bw", "--version"), perftest.VERSION_PATTERN),
+    ToolProbe("iperf3", iperf3.VERSION_ARGV, iperf3.VERSION_PATTERN),
+    ToolProbe("mdadm", ("mdadm", "--version"), r"mdadm - v(?P<version>\S+)"),
+    ToolProbe("blktrace", ("blktrace", "-v"), r"version (?P<version>\S+)"),
+    ToolProbe("iproute2", ("ip", "-V"), r"iproute2-(?P<version>\S+)"),
+    ToolProbe("qemu", ("qemu-system-x86_64", "--version"), r"version (?P<version>\S+)"),
+    ToolProbe("openssh", ("ssh", "-V"), r"OpenSSH_(?P<version>[^\s,]+)"),
 )
 
 
@@ -71,7 +73,7 @@ def probe_tool(runner: Runner, probe: ToolProbe, cache: ToolVersionCache | None 
     match = re.search(probe.pattern, cached.output)
     if not match:
         return Capability(probe.name, "tool", True, reason=f"version not recognised in `{' '.join(probe.argv)}` output")
-    return Capability(probe.name, "tool", True, version=match.group(1).rstrip(","))
+    return Capability(probe.name, "tool", True, version=match.group("version").rstrip(","))
 
 
 def _modules_available() -> bool:

@@ -437,13 +437,17 @@ def parse_fio_hist_log(log: str | os.PathLike, source: str | None = None) -> Fio
 
 
 # -- running fio -------------------------------------------------------------
+VERSION_ARGV = ("fio", "--version")
+VERSION_PATTERN = r"fio-(?P<version>(?P<major>\d+)\.(?P<minor>\d+)\S*)"     # also what `fxprobe doctor` prints
+
+
 def parse_fio_version(output: str, source: str = "fio --version") -> tuple[int, int]:
-    return parse_major_minor(output, source, r"fio-(\d+)\.(\d+)", "fio-X.Y")
+    return parse_major_minor(output, source, VERSION_PATTERN, "fio-X.Y")
 
 
 def probe_fio(runner: Runner, host: Host = LOCAL, minimum: tuple[int, int] = (3, 1)) -> str | None:
     """None when fio runs on host and is new enough for json+ and clat_ns; else the reason."""
-    version, reason = probe_version(runner, ["fio", "--version"], parse_fio_version, host=host, label="fio-version")
+    version, reason = probe_version(runner, VERSION_ARGV, parse_fio_version, host=host, label="fio-version")
     if reason is None and version < minimum:
         reason = f"fio {version[0]}.{version[1]} is older than {minimum[0]}.{minimum[1]} (no clat_ns/json+)"
     return reason

@@ -174,10 +174,14 @@ def run_iperf3_client(runner: Runner, server: str, *, timeout: float, host: Host
     return parsed.raise_for_error() if check else parsed
 
 
+VERSION_ARGV = ("iperf3", "--version")
+VERSION_PATTERN = r"iperf (?P<version>(?P<major>\d+)\.(?P<minor>\d+)\S*)"     # also what `fxprobe doctor` prints
+
+
 def parse_iperf3_version(output: str, source: str = "iperf3 --version") -> tuple[int, int]:
-    return parse_major_minor(output, source, r"iperf (\d+)\.(\d+)", "iperf X.Y")
+    return parse_major_minor(output, source, VERSION_PATTERN, "iperf X.Y")
 
 
 def probe_iperf3(runner: Runner, host: Host = LOCAL) -> str | None:
     """None when iperf3 runs on host; else the reason."""
-    return probe_version(runner, ["iperf3", "--version"], parse_iperf3_version, host=host, label="iperf3-version")[1]
+    return probe_version(runner, VERSION_ARGV, parse_iperf3_version, host=host, label="iperf3-version")[1]

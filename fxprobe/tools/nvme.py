@@ -501,13 +501,18 @@ def run_disconnect(runner: Runner, *, nqn: str | None = None, device: str | None
     return parse_disconnect(result.stdout, result.command_line)
 
 
+VERSION_ARGV = ("nvme", "version")
+VERSION_PATTERN = r"nvme version (?P<version>(?P<major>\d+)\.(?P<minor>\d+)\S*)"   # also what `fxprobe doctor` prints
+LIBNVME_VERSION_PATTERN = r"libnvme version (?P<version>\S+)"                     # the same command's second line
+
+
 def parse_nvme_version(output: str, source: str = "nvme version") -> tuple[int, int]:
-    return parse_major_minor(output, source, r"nvme version (\d+)\.(\d+)", "nvme version X.Y")
+    return parse_major_minor(output, source, VERSION_PATTERN, "nvme version X.Y")
 
 
 def probe_nvme_cli(runner: Runner, host: Host = LOCAL) -> str | None:
     """None when nvme-cli runs on host; else the reason."""
-    return probe_version(runner, ["nvme", "version"], parse_nvme_version, host=host, label="nvme-version")[1]
+    return probe_version(runner, VERSION_ARGV, parse_nvme_version, host=host, label="nvme-version")[1]
 
 
 def probe_nvme_fabrics(runner: Runner, host: Host = LOCAL) -> str | None:

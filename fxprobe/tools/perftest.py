@@ -328,11 +328,14 @@ def run_bw_client(runner: Runner, server: str, *, timeout: float, host: Host = L
     return parse_perftest_text(result.stdout, source=result.command_line[:200])
 
 
+VERSION_PATTERN = r"Version:\s*(?P<version>\S+)"     # `TEST --version`; also what `fxprobe doctor` prints
+
+
 def parse_perftest_version(output: str, source: str = "perftest --version") -> str:
-    match = re.search(r"Version:\s*(\S+)", output if isinstance(output, str) else "")
+    match = re.search(VERSION_PATTERN, output if isinstance(output, str) else "")
     if not match:
         raise ParseError(source, "Version", f"no 'Version: X' in {str(output).strip()[:60]!r}")
-    return match.group(1)
+    return match.group("version")
 
 
 def probe_perftest(runner: Runner, host: Host = LOCAL, test: str = "ib_read_bw") -> str | None:

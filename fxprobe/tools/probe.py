@@ -18,12 +18,12 @@ PROBE_TIMEOUT_S = 15
 
 
 def parse_major_minor(output: str, source: str, pattern: str, expected: str) -> tuple[int, int]:
-    """(major, minor) from the first match of ``pattern`` (two groups) in a tool's version output; a ParseError
-    saying ``expected`` was not there otherwise."""
+    """(major, minor) from the first match of ``pattern`` (groups ``major`` and ``minor``) in a tool's version
+    output; a ParseError saying ``expected`` was not there otherwise."""
     match = re.search(pattern, output if isinstance(output, str) else "")
     if not match:
         raise ParseError(source, "version", f"no {expected!r} in {str(output).strip()[:60]!r}")
-    return int(match.group(1)), int(match.group(2))
+    return int(match.group("major")), int(match.group("minor"))
 
 
 def probe_version(runner: Runner, argv: Sequence[str], parse: Callable[[str], Any], *, host: Host = LOCAL,
