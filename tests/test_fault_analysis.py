@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fxprobe.faults import analysis
+from fxprobe.core.verdict import Criterion, Outcome
 from fxprobe.tools.fio import PLAT_NR, parse_fio_hist_log, parse_fio_log, bin_index_ns
 
 T0 = 1_796_232_000_000
@@ -117,3 +118,15 @@ def test_a_load_that_ended_before_the_recovery_window_ended_gives_no_verdict():
     assert line.startswith("the load ran 19.0 s, 11.0 s short of the end of the recovery window (restore at 24.0 s")
     assert "injected at 5.0 s (planned 5 s) and restored 19.0 s later" in line and line.endswith("no verdict")
     assert analysis.uncovered_windows(19.0, 7.0, 13.001, 6.0, 5.0) is not None
+
+
+@given(st.lists(st.sampled_from(list(Outcome)), max_size=6))
+def test_the_verdict_word_is_a_view_of_the_criteria_outcome(outcomes):
+    """One vocabulary: the fault verdict's word maps back to exactly the outcome a Verdict of the same criteria has
+    (no criteria: unknown = not run), for every mix of the four outcomes."""
+    from fxprobe.core.verdict import Verdict
+    from fxprobe.faults.analysis import OUTCOME_OF_VERDICT, WORD_OF_OUTCOME
+    items = [Criterion(f"c{i}", o) for i, o in enumerate(outcomes)]
+    word = analysis.verdict_word(items)
+    assert OUTCOME_OF_VERDICT[word] is Verdict("fault", tuple(items)).outcome
+    assert sorted(WORD_OF_OUTCOME.values()) == ["error", "invisible", "unknown", "visible"]

@@ -27,7 +27,7 @@ from fxprobe.core.data import AsDict
 from fxprobe.faults.completions import Completions, first_effect, longest_gap, recovered_at
 from fxprobe.tools.fio import FioHistLog, percentile_from_bins
 from fxprobe.tools.fio_status import errored_ios, job_rows, json_documents, last_json
-from fxprobe.core.verdict import Criterion, Outcome
+from fxprobe.core.verdict import Criterion, Outcome, combine as worst_outcome
 
 AFFECTED_FRACTION = 0.5   # a window below half the steady-state IOPS is "affected" (for the timeline)
 
@@ -286,14 +286,14 @@ def _p99_detail(impact: Impact) -> str:
     return "no latency histogram for the window"
 
 
+# the fault verdict's words are a view of the outcome, never a second type: this is the one place that maps them
+WORD_OF_OUTCOME = {Outcome.PASS: "invisible", Outcome.FAIL: "visible", Outcome.NOT_RUN: "unknown",
+                   Outcome.ERROR: "error"}
+OUTCOME_OF_VERDICT = {word: outcome for outcome, word in WORD_OF_OUTCOME.items()}
+
+
 def verdict_word(items: list[Criterion]) -> str:
-    """``error`` when a criterion could not be judged (a read-back that failed, a fault not seen); ``invisible`` when
-    every criterion passed; ``visible`` when one failed; else ``unknown``."""
-    outcomes = [c.outcome for c in items]
-    if Outcome.ERROR in outcomes:
-        return "error"
-    if Outcome.FAIL in outcomes:
-        return "visible"
-    if outcomes and all(o == Outcome.PASS for o in outcomes):
-        return "invisible"
-    return "unknown"
+    """The criteria's outcome (core.verdict.combine) in the fault verdict's words: ``error`` when a criterion could
+    not be judged (a read-back that failed, a fault not seen), else ``visible`` when one failed, ``unknown`` when
+    one was not run (or there are none), ``invisible`` when every criterion passed."""
+    return WORD_OF_OUTCOME[worst_outcome([c.outcome for c in items])]

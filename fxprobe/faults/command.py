@@ -2,7 +2,7 @@
 load, execute the plan, and turn the engine's results into the outcome, its reason and the lines a person reads.
 
 The fault verdict's words (invisible / visible / unknown / error) are a view of the outcome, never a second type:
-``OUTCOME_OF_VERDICT`` is the one place that maps them.
+``faults.analysis.WORD_OF_OUTCOME`` is the one place that maps them.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Criterion, Outcome, format_number
 from fxprobe.faults import engine
+from fxprobe.faults.analysis import OUTCOME_OF_VERDICT
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.orphans import stop_orphans
 
-OUTCOME_OF_VERDICT = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "unknown": Outcome.NOT_RUN,
-                      "error": Outcome.ERROR}
 
 
 @dataclass(frozen=True)

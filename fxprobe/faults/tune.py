@@ -201,8 +201,8 @@ def run_tune(scenario, lab_name: str, run, journal, transports=TRANSPORTS, setti
     from fxprobe.core.runner import Runner
     from fxprobe.core.verdict import Outcome
     from fxprobe.faults import engine
+    from fxprobe.faults.analysis import OUTCOME_OF_VERDICT
     from fxprobe.faults.restored import RestoreFailed
-    outcome = {"invisible": Outcome.PASS, "visible": Outcome.FAIL, "error": Outcome.ERROR}
     trials: list[Trial] = []
     total = len(transports) * len(settings) * repeats
     broken = None
@@ -226,7 +226,7 @@ def run_tune(scenario, lab_name: str, run, journal, transports=TRANSPORTS, setti
                     if isinstance(exc, RestoreFailed):
                         broken = str(exc)
                     continue
-                trial.finish(outcome.get(results["verdict"], Outcome.NOT_RUN), results, command="fault run")
+                trial.finish(OUTCOME_OF_VERDICT[results["verdict"]], results, command="fault run")
                 trials.append(trial_from_results(transport, setting, repeat, results, str(trial.path)))
                 last = trials[-1]
                 progress(f"  {last.verdict}: stall {format_number(last.stall_s, 's') if last.stall_s is not None else '?'}"
