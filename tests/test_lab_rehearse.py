@@ -81,6 +81,8 @@ def test_rehearse_writes_a_signed_report_whose_gates_match_the_evidence(lab, tmp
     assert main(["--run-dir", str(tmp_path / "verify"), "report", "verify", str(report),
                  "--public-key", str(run_dir / "signing" / "fxprobe-signing.pub")]) == 0
     assert steps["selftest"]["exit_code"] == 0 and steps["report verify"]["exit_code"] == 0
+    g3 = json.loads((Path(steps["multi-node read-back"]["run_dir"]) / "results.json").read_text())["workload"]
+    assert g3["node_kinds"] == {h: "ssh" for h in g3["nodes"]} and len(g3["nodes"]) >= 2   # as `fxprobe run` records
     assert [n for n in steps if n.startswith("fault ")] == ["fault drive-pull", "fault link-down-tuned"]
     for name, timing in SHORT.items():       # the scenarios given are the ones run, and their evidence says so
         fault = json.loads((Path(steps[f"fault {name}"]["run_dir"]) / "results.json").read_text())

@@ -122,9 +122,8 @@ def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_va
         status.close()
     verdict = workload.run_verdict(result)
     record, lines = result.to_dict(), result.lines()
-    if args["nodes"]:       # what each node is: G3 counts only nodes that are other machines than this one
-        record["node_kinds"] = {n.name: n.host.to_dict().get("kind", "?") for n in args["nodes"]}
-        local = [name for name, kind in record["node_kinds"].items() if kind == "local"]
+    if args["nodes"]:       # G3 counts only nodes that are other machines than this one (workload.node_kinds)
+        local = [name for name, kind in result.node_kinds.items() if kind == "local"]
         if len(args["nodes"]) > 1 and local:
             lines.append(f"NOTE: {', '.join(local)} run on this machine: G3 does not count them as nodes sharing "
                          "the array, and judges the read-back only of distinct nodes (gates g3.nic_ceiling_gbps)")

@@ -136,6 +136,8 @@ class WorkloadResult:
     concurrent: common_span.Concurrent | None = None          # two or more nodes: what they moved while all ran
     array_seen: tuple[dict, ...] = ()                          # per node: the target's NVMe subsystem (the gates')
     reads_through_cache: bool = False                          # the measure job reads without O_DIRECT
+    node_kinds: dict = field(default_factory=dict)             # node -> its host's kind (local, ssh): G3 counts
+                                                               # only nodes that are other machines than this one
 
     def to_dict(self) -> dict:
         return {"profile": self.profile, "target": self.target, "direction": self.direction,
@@ -148,7 +150,7 @@ class WorkloadResult:
                 "per_node_bw_bytes": self.per_node_bw, "slowest_node": self.slowest_node,
                 "ceiling_bps": self.ceiling_bps, "fraction_of_ceiling": self.fraction_of_ceiling,
                 "job_file": self.job_file, "notes": list(self.notes),
-                "reads_through_cache": self.reads_through_cache,
+                "reads_through_cache": self.reads_through_cache, "node_kinds": self.node_kinds,
                 "node_figures": {k: v.to_dict() for k, v in self.node_figures.items()},
                 "hist_logs": self.hist_logs.to_dict() if self.hist_logs else None,
                 "concurrent": self.concurrent.to_dict() if self.concurrent else None}
@@ -520,7 +522,8 @@ def run_profile(profile: Profile | str, target: str, *, runner: Runner,
             repeat_figures(status, results[-1])
     hists = sorted(workdir.glob(f"{d.profile}.r*_clat_hist.*.log*")) if servers else []
     return replace(_summarise(d, target, check, node_list, layout, results, ceiling_bps, measure_job, notes, hists),
-                   array_seen=plan.array_seen, reads_through_cache=not direct)
+                   array_seen=plan.array_seen, reads_through_cache=not direct,
+                   node_kinds={n.name: n.host.to_dict().get("kind", "?") for n in node_list})
 
 
 def repeat_figures(status, repeat: RepeatResult) -> None:
