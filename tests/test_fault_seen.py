@@ -41,10 +41,11 @@ def test_the_rehearsal_s_drive_pull_is_seen_and_the_same_run_with_nothing_happen
     start, restore, samples, events, early, written = recorded("05-fault-drive-pull")
     found = seen.observe("drive-pull", start, restore, samples, events, "array", "host1", set(), [], early_s=early)
     assert found.seen and found.criterion().outcome is Outcome.PASS
-    assert found.evidence == ("md127 raid6 [22/21] [_UUUUUUUUUUUUUUUUUUUUU] at +1.6 s",
-                              "block nvme0n1 removed on array at +0.1 s", "nvme nvme0 removed on array at +2.1 s")
+    assert found.evidence == ("md127 raid6 [22/21] [_UUUUUUUUUUUUUUUUUUUUU] at +2.2 s",
+                              "block nvme0n1 removed on array at +0.2 s", "nvme nvme0 removed on array at +1.7 s")
     assert written["seen"] is True and as_recorded(found.evidence, written["evidence"])
-    assert found.window_s == (-0.085, 11.001) and as_recorded(found.window_s, written["window_s"])
+    assert found.window_s == (-round(early, 3), round(restore + seen.GRACE_S - start, 3))
+    assert as_recorded(found.window_s, written["window_s"])
     nothing = [s for s in samples if "_" not in str(s.md)]                   # md clean throughout, no removal
     missed = seen.observe("drive-pull", start, restore, nothing, [e for e in events if e.get("action") != "remove"],
                           "array", "host1", set(), [])
@@ -59,13 +60,15 @@ def test_the_rehearsal_s_drive_pull_is_seen_and_the_same_run_with_nothing_happen
 def test_the_rehearsal_s_link_cut_is_seen_and_a_cut_of_an_interface_carrying_no_load_path_is_not():
     start, restore, samples, events, early, written = recorded("06-fault-link-down-tuned")
     found = seen.observe("link-down", start, restore, samples, events, "array", "host1", {"l1"}, [], early_s=early)
-    assert found.seen and found.evidence == ("load path nvme0 resetting at +2.8 s",
+    assert found.seen and found.evidence == ("load path nvme0 resetting at +3.1 s",
                                              "l1 down on host1 at +0.1 s (it carried a load path)")
     assert written["seen"] is True and as_recorded(found.evidence, written["evidence"])
     live = [Sample(s.t, {name: "live" for name in s.paths}, s.md) for s in samples]   # the paths never left live
     unrelated = seen.observe("link-down", start, restore, live, events, "array", "host1", set(), [])
     assert not unrelated.seen and "(none found)" in unrelated.criterion().detail
-    assert seen.observe("link-down", start, restore, live, events, "array", "host1", {"l1"}, []).seen
+    # host1's netlink DOWN of l1 (the load path's interface) alone: stamped 5 ms before the request in this capture,
+    # inside the clock uncertainty the run's window opens with
+    assert seen.observe("link-down", start, restore, live, events, "array", "host1", {"l1"}, [], early_s=early).seen
     late = seen.observe("link-down", start, start + 0.5, samples, [], "array", "host1", set(), [])
     assert not late.seen                                                      # a path lost only after the window
     assert seen.observe("corrupt", start, restore, samples, events, "array", "host1", set(), []) is None

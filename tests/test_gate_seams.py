@@ -65,7 +65,7 @@ READS = {
     "02-line-efficiency-emulated-20-Mb-s-link": ["summary.mean_bps", "summary.line_efficiency", "line_rate_bps",
                                                  "line_rate_source", "interface", "array_seen"],
     "03-multi-node-read-back": ["workload.direction", "workload.nodes", "workload.concurrent.fraction_of_ceiling",
-                                "workload.concurrent.spans", "workload.profile", "array_seen"],
+                                "workload.concurrent.spans", "workload.profile", "workload.node_kinds", "array_seen"],
     "04-soak": ["duration_s", "interruptions", "planned_s", "coverage_clock", "array_seen"],
     "05-fault-drive-pull": ["plan.kind", "plan.scenario", "verdict", "impact.errors", "impact.longest_stall_s",
                             "impact.throughput_pct", "impact.p99_ratio", "load_hung", "scenario.criteria.max_stall_s",
@@ -81,6 +81,40 @@ def test_the_captured_producers_hold_every_field_the_gates_read(folder, fields):
     from fxprobe.gates.engine import MISSING, lookup
     results = json.loads((CAPTURED / folder / "results.json").read_text())
     assert [f for f in fields if lookup(results, f) is MISSING] == []
+
+
+def captured_runs():
+    from fxprobe.gates.engine import RunRecord
+    return [RunRecord(d, json.loads((d / "results.json").read_text())) for d in sorted(CAPTURED.iterdir())]
+
+
+def test_every_declared_check_reads_fields_its_captured_producer_wrote():
+    """Derived from the gates themselves, not a list kept by hand: each declared Check matches a captured run of
+    its producer, and its field, denominator and context fields are in every captured run it matches."""
+    from fxprobe.gates.engine import MISSING, Check
+    runs = captured_runs()
+    unmatched, missing = [], []
+    for gate in GATES.values():
+        for check in (u for u in gate.units() if isinstance(u, Check)):
+            matched = [r for r in runs if check.requirement.matches(r)]
+            unmatched += [] if matched else [f"{gate.key}: {check.name}"]
+            fields = [check.field, check.per, *(c[1] for c in check.context)]
+            missing += [f"{gate.key}: {check.name}: {f} not in {r.path.name}" for r in matched for f in fields
+                        if f and r.get(f) is MISSING]
+    assert unmatched == [] and missing == [], (unmatched, missing)
+
+
+def test_every_dotted_field_named_in_the_gates_source_is_in_a_captured_producer():
+    """A dotted results field written anywhere in fxprobe/gates (run.get("workload.node_kinds"), a requirement's
+    where) is held by at least one run the real producers wrote: a gate cannot read a field no producer writes."""
+    import re
+    from fxprobe.gates.engine import MISSING
+    runs = captured_runs()
+    named = {m.group(1) for path in (ROOT / "fxprobe" / "gates").glob("*.py")
+             for m in re.finditer(r'"([a-z_]+(?:\.[a-z_0-9]+)+)"', path.read_text())}
+    fields = {f for f in named if not f.endswith((".toml", ".json"))}         # file names, not fields
+    assert len(fields) >= 25, sorted(fields)
+    assert sorted(f for f in fields if all(r.get(f) is MISSING for r in runs)) == []
 
 
 def test_gates_over_the_captured_rehearsal_judge_every_criterion(tmp_path):

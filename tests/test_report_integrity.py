@@ -66,9 +66,9 @@ def test_a_failing_gate_run_re_marked_all_pass_and_re_hashed_is_not_accepted(tmp
     assert g4.outcome is Outcome.ERROR and "REFUSED: recorded as PASS" in g4.line()
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "ACCEPTED" not in md.replace("NOT ACCEPTED", "") and "| PASS | soak duration |" not in md
-    assert "| ERROR | soak duration | 0.0084 h | >= 72 h |" in md and "REFUSED: recorded as PASS" in md
-    assert "- NOT WHAT ITS EVIDENCE GIVES: G4 stability and sign-off: soak duration: recorded ERROR 0.0084 h, judged " \
-           "again from its evidence FAIL 0.0084 h" in md
+    assert "| ERROR | soak duration | 0.0088 h | >= 72 h |" in md and "REFUSED: recorded as PASS" in md
+    assert "- NOT WHAT ITS EVIDENCE GIVES: G4 stability and sign-off: soak duration: recorded ERROR 0.0088 h, judged " \
+           "again from its evidence FAIL 0.0088 h" in md
     assert [h.decision for h in bundle_headlines(tmp_path / "rep")] == [Decision.INCOMPLETE]
 
 
