@@ -202,10 +202,11 @@ def test_replay_undoes_records_last_first_and_keeps_failures(tmp_path, fake_sys)
     env = host_env()
     undo = [{"method": "nullblk-power", "folder": "/sys/kernel/config/nullb/d1"},
             {"method": "nullblk-power", "folder": "/sys/kernel/config/nullb/missing"}]
-    log = []
-    failures = engine.undo_all(undo, env, log, say=lambda text: None)
+    log, failed = [], []
+    failures = engine.undo_all(undo, env, log, lambda text: None, failed)
     assert [f["folder"] for f in failures] == ["/sys/kernel/config/nullb/missing"]
-    assert any(line.startswith("FAILED") for line in log) and undo == []
+    assert log == ["/sys/kernel/config/nullb/d1 powered on"] and undo == []
+    assert len(failed) == 1 and failed[0].startswith("nullblk-power: ")
 
 
 def test_bad_journal_is_one_clear_line(tmp_path):

@@ -92,3 +92,13 @@ def test_a_link_cut_s_netlink_down_stamped_within_the_clock_uncertainty_before_t
     late = [e for e in events if not (e.get("device") == "l1" and e.get("operstate") == "DOWN")]
     missed = seen.observe("link-down", start, restore, samples, late, "array", "host1", {"l1"}, [], early_s=early)
     assert not missed.seen and "s before the inject request (the nodes' clock uncertainty)" in missed.criterion().detail
+
+
+def test_a_fault_run_whose_undo_failed_is_an_error_whatever_its_verdict():
+    """The outcome reads the engine's typed list of failed undos (restore_failed), not a 'FAILED' prefix in the
+    restore log's human lines: the captured drive pull (invisible, PASS) with one failed undo is ERROR, naming it."""
+    from fxprobe.faults.command import outcome_of
+    results = json.loads((REHEARSAL / "05-fault-drive-pull" / "results.json").read_text())
+    assert results["verdict"] == "invisible" and outcome_of({**results, "restore_failed": []}) == (Outcome.PASS, "")
+    broken = {**results, "restore_failed": ["lab-iopolicy: host1: write failed"]}
+    assert outcome_of(broken) == (Outcome.ERROR, "1 restore(s) failed: lab-iopolicy: host1: write failed")

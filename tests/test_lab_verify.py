@@ -45,7 +45,7 @@ def run_fault(lab, tmp_path: Path, scenario: Path, *extra: str) -> tuple[int, di
     done = fault_run(lab, tmp_path, scenario, *extra)
     assert done.stdout.strip().startswith("{"), done.stderr[-3000:]
     result = json.loads(done.stdout)
-    assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
+    assert result["restore_failed"] == [], result["restore_failed"]
     assert "twin" not in [e.name for e in lab.state.exports]
     return done.returncode, result, Path(result["png"]).parent
 
@@ -115,7 +115,7 @@ def bench_once(lab, tmp_path: Path, scenario: Path) -> tuple[int, dict, Path]:
     assert names[:2] == ["I/O errors", "longest stall (no completed I/O)"] and "data verified (mismatches)" in names
     assert all({"min", "median", "max", "worst_margin"} <= set(c) for c in row["criteria"] if c["n"])
     result = json.loads((Path(run["run_dir"]) / "results.json").read_text())
-    assert not [line for line in result["restore_log"] if line.startswith("FAILED")], result["restore_log"]
+    assert result["restore_failed"] == [], result["restore_failed"]
     assert "twin" not in [e.name for e in lab.state.exports]
     return run["exit_code"], result, Path(run["run_dir"])
 

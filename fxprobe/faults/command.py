@@ -47,14 +47,23 @@ def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_
         results["advice"]["measured"] = tune_advice(runs_base)
         advice = [*results["advice"]["lines"], *results["advice"]["measured"]]
         human += ["timeouts:"] + [f"  {line}" for line in advice]
-    failed = [line for line in results["restore_log"] if line.startswith("FAILED")]
-    human += [line if line.startswith("FAILED") else f"restored: {line}" for line in results["restore_log"]]
+    failed = results["restore_failed"]
+    human += [f"restored: {line}" for line in results["restore_log"]] + [f"FAILED to undo {line}" for line in failed]
     human.append(f"timeline: {results['png']}")
-    if failed:       # the verdict stands, but the system was left broken: that is the outcome
+    if failed:
         human.append("still broken (kept in the journal: fxprobe fault restore)")
-        return FaultRunResult(Outcome.ERROR, results, human, f"{len(failed)} restore(s) failed: {failed[0]}")
+    outcome, reason = outcome_of(results)
+    return FaultRunResult(outcome, results, human, reason)
+
+
+def outcome_of(results: dict) -> tuple[Outcome, str]:
+    """The run's outcome and its reason: ERROR when an undo failed (the verdict stands, but the system was left
+    broken: that is the outcome), else the verdict's outcome, with the criteria that could not be judged."""
+    failed = results["restore_failed"]
+    if failed:
+        return Outcome.ERROR, f"{len(failed)} restore(s) failed: {failed[0]}"
     errors = [f"{c['name']}: {c['detail']}" for c in results["criteria"] if c["outcome"] == Outcome.ERROR.value]
-    return FaultRunResult(OUTCOME_OF_VERDICT[results["verdict"]], results, human, "; ".join(errors)[:2000])
+    return OUTCOME_OF_VERDICT[results["verdict"]], "; ".join(errors)[:2000]
 
 
 def rebuild_lines(rebuild: dict | None, limits: dict) -> list[str]:

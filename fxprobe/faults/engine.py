@@ -307,7 +307,8 @@ class FaultRun:
         self.entry_id = f"{run.path.name}-{uuid.uuid4().hex[:6]}"
         self.undo: list[dict] = []
         self.background: list = []
-        self.restore_log: list[str] = []
+        self.restore_log: list[str] = []          # what each undo did
+        self.restore_failed: list[str] = []       # each undo that failed (method: why), kept in the journal
         self.flaps: list[tuple[float, bool]] = []
         self.deleted_t: float | None = None
         self.fio = self.load = None                    # the load and its orphan record (faults.orphans)
@@ -521,7 +522,7 @@ class FaultRun:
         for bg in self.background:
             if bg.alive():
                 bg.stop(timeout=5)
-        failures = undo_all(self.undo, self.env, self.restore_log, self.say)
+        failures = undo_all(self.undo, self.env, self.restore_log, self.say, self.restore_failed)
         if failures:
             self.journal.open(self.entry_id, self.scenario.name, failures, str(self.run.path))
         else:
@@ -643,7 +644,7 @@ class FaultRun:
                          "events": self.events, "actions": [{"t": t, "text": text} for t, text in self.env.events]},
             "live_paths_before": len(self.site.live), "timeouts": self.site.timeouts,
             "advice": link_advice.to_dict() if link_advice else None,
-            "restore_log": self.restore_log, "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
+            "restore_log": self.restore_log, "restore_failed": self.restore_failed, "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
             "load_hung": self.overrun.to_dict() if self.overrun else None,
             "rebuild": self.rebuilt.to_dict() if self.rebuilt else None,
             "load_stopped_local": self.load_end_t if self.load_end_t < self.load_started + self.scenario.planned_s + 2
@@ -771,15 +772,17 @@ def merge_hist(a, b):
                       np.concatenate([a.counts, b.counts]), a.coarseness)
 
 
-def undo_all(undo: list[dict], env, restore_log: list[str], say) -> list[dict]:
-    """Undo every record, last first; a failing step does not stop the others. Returns the failures."""
+def undo_all(undo: list[dict], env, restore_log: list[str], say, failed: list[str] | None = None) -> list[dict]:
+    """Undo every record, last first; a failing step does not stop the others. Returns the failed records; what
+    each undo did goes to ``restore_log``, each failure (method: why) to ``failed``."""
     failures = []
     for record in reversed(list(undo)):
         try:
             restore_log.append(methods.restore_from_record(record, env))
         except FxprobeError as exc:
             failures.insert(0, record)
-            restore_log.append(f"FAILED to undo {record.get('method')}: {exc}")
+            if failed is not None:
+                failed.append(f"{record.get('method')}: {exc}")
             say(f"could not undo {record.get('method')}: {exc} (kept in the journal: fxprobe fault restore)")
         undo.remove(record)
     return failures
