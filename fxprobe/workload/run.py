@@ -9,13 +9,13 @@ always come from json+ bins merged across jobs, repeats and hosts.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 import shutil
 import socket
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
 from typing import Callable, Sequence
