@@ -218,7 +218,7 @@ class Soak:
     def _loop(self, covered: float) -> SoakSummary:
         self.state.fxprobe_pid = os.getpid()
         self._save_state()
-        restarts = 0
+        restarts = early = 0
         reason = "planned time covered"
         self.status.phase("load", planned_s=self.config.planned_s, done_s=covered)
         try:
@@ -226,14 +226,18 @@ class Soak:
             while self.config.planned_s - covered > tolerance:
                 segment = self.state.segments + 1
                 self.covered_before = covered
-                code, ran = self._segment(segment, self.config.planned_s - covered)
-                covered += ran
+                ended_early = self._segment(segment, self.config.planned_s - covered)
+                # covered as the summary counts it (from the first report showing I/O: opening fio's jobs on a
+                # slow node is no load), so the loop never stops short of what the verdict then judges
+                covered = summarize(load_records(self.run.path / RECORDS)).duration_s
                 left = self.config.planned_s - covered
                 if left <= tolerance:
                     break
-                restarts += 1
+                restarts += 1                    # fio ended early, or ran its time but opened slowly: topped up
+                early += ended_early
                 if restarts > MAX_RESTARTS:
-                    reason = f"fio ended early {restarts} times; gave up with {left:.0f} s left"
+                    reason = (f"fio restarted {restarts} times ({early} after it ended early); gave up with "
+                              f"{left:.0f} s left")
                     break
                 time.sleep(1.0)
             self._collect_side_readings()
@@ -249,8 +253,8 @@ class Soak:
             self.status.close()
         return summarize(load_records(self.run.path / RECORDS))
 
-    def _segment(self, segment: int, remaining_s: float) -> tuple[int | None, float]:
-        """Run fio for ``remaining_s``; returns (exit code, seconds covered by samples)."""
+    def _segment(self, segment: int, remaining_s: float) -> bool:
+        """Run fio for ``remaining_s``; returns whether fio ended early (an interruption)."""
         runtime = max(1, math.ceil(remaining_s))
         plan = plan_soak(self.config, runtime)
         job = self.run.raw_path(f"soak.seg{segment}.fio")
@@ -287,10 +291,11 @@ class Soak:
         ended = time.time()
         if self.vplan.enabled:
             self.log.append(verify_tail.finish().record(ended, stamp(ended), "load", self.read_bytes, segment))
-        # covered: from the segment's start to the last report received, on the monotonic clock (a wall-clock
-        # step is not load); fio's own stamps date the records
+        # fio ended early when its reports (from its start to the last one received, on the monotonic clock: a
+        # wall-clock step is not load) cover less than the segment's time
         ran = (self.last_mono - self.started_mono) if last_ts and self.last_mono is not None else 0.0
-        if runtime - ran > min(END_TOLERANCE_S, runtime / 2):     # fio ended early: an interruption
+        ended_early = runtime - ran > min(END_TOLERANCE_S, runtime / 2)
+        if ended_early:                                             # an interruption
             _, err = background.output()
             tail = (err.strip().splitlines() or ["no message"])[-1][:200]
             for record in self.monitor.fio_ended(last_ts or started,
@@ -303,7 +308,7 @@ class Soak:
         elif code:
             self.log.append({"type": "note", "t": stamp(ended), "ts": ended,
                              "detail": f"fio exited with code {code} at the end of segment {segment}"})
-        return code, ran
+        return ended_early
 
     def _watch(self, background, started: float, runtime: float,
                verify_tail: "soak_verify.StderrTail") -> tuple[float | None, float | None]:
