@@ -644,7 +644,8 @@ class FaultRun:
                          "events": self.events, "actions": [{"t": t, "text": text} for t, text in self.env.events]},
             "live_paths_before": len(self.site.live), "timeouts": self.site.timeouts,
             "advice": link_advice.to_dict() if link_advice else None,
-            "restore_log": self.restore_log, "restore_failed": self.restore_failed, "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
+            "restore_log": self.restore_log, "restore_failed": self.restore_failed,
+            "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
             "load_hung": self.overrun.to_dict() if self.overrun else None,
             "rebuild": self.rebuilt.to_dict() if self.rebuilt else None,
             "load_stopped_local": self.load_end_t if self.load_end_t < self.load_started + self.scenario.planned_s + 2
@@ -772,7 +773,7 @@ def merge_hist(a, b):
                       np.concatenate([a.counts, b.counts]), a.coarseness)
 
 
-def undo_all(undo: list[dict], env, restore_log: list[str], say, failed: list[str] | None = None) -> list[dict]:
+def undo_all(undo: list[dict], env, restore_log: list[str], say, failed: list[str]) -> list[dict]:
     """Undo every record, last first; a failing step does not stop the others. Returns the failed records; what
     each undo did goes to ``restore_log``, each failure (method: why) to ``failed``."""
     failures = []
@@ -781,8 +782,7 @@ def undo_all(undo: list[dict], env, restore_log: list[str], say, failed: list[st
             restore_log.append(methods.restore_from_record(record, env))
         except FxprobeError as exc:
             failures.insert(0, record)
-            if failed is not None:
-                failed.append(f"{record.get('method')}: {exc}")
+            failed.append(f"{record.get('method')}: {exc}")
             say(f"could not undo {record.get('method')}: {exc} (kept in the journal: fxprobe fault restore)")
         undo.remove(record)
     return failures
