@@ -12,8 +12,10 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
+import pandas as pd
 
 
 def _rows(path: Path):
@@ -68,3 +70,18 @@ def hist_view_checked(hist, logs: list[Path], json_samples: int) -> bool:
     merged = independent_merge(logs, 3, list(range(10_000)), fio_client=True)[None]
     assert client_log_falls(logs, 3) or sum(merged.values()) > json_samples, problem
     return False
+
+
+def bandwidth_series(logs: Sequence[pd.DataFrame], log_msec: int, factor: float = 1024) -> tuple[tuple[int, float], ...]:
+    """An independent sum of parsed per-job logs (pandas) into one series of (epoch ms, value x factor) per log
+    window, window round((t - first stamp) / log_msec): bw logs (KiB/s, factor 1024 -> bytes/s) or iops logs
+    (factor 1). What ``fio_logs.fleet_series`` (polars, streamed) must equal."""
+    frames = [f[["time_ms", "value"]] for f in logs if len(f)]
+    if not frames:
+        return ()
+    data = pd.concat(frames)
+    start = int(data["time_ms"].min())
+    bucket = ((data["time_ms"] - start + log_msec // 2) // log_msec).astype("int64")
+    summed = data.groupby(bucket)["value"].sum().sort_index()
+    stamps = (summed.index.to_numpy(dtype="int64") * log_msec + start).tolist()
+    return tuple(zip(stamps, (summed.to_numpy(dtype="float64") * factor).tolist()))

@@ -11,8 +11,7 @@ import pytest
 from fxprobe.core.errors import ParseError
 from fxprobe.tools import fio, fio_logs
 from fxprobe.workload import fleet
-from fxprobe.workload.run import bandwidth_series
-from histref import client_log_falls, independent_merge, numpy_percentile
+from histref import bandwidth_series, client_log_falls, independent_merge, numpy_percentile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 T0 = 1_764_000_000_000

@@ -8,7 +8,8 @@ from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LocalHost, SshHost
 from fxprobe.lab import forward
 from fxprobe.core.runner import Runner
-from fxprobe.workload.run import FioServers, Node, plan_run
+from fxprobe.workload.plan import plan_run
+from fxprobe.workload.run import FioServers, Node
 
 INFO_USERNET = """Hub -1 (mgmt):
   Protocol[State]    FD  Source Address  Port   Dest. Address  Port RecvQ SendQ

@@ -23,7 +23,8 @@ from fxprobe.core.runner import Runner
 from fxprobe.tools import fio
 from fxprobe.core.verdict import Outcome
 from fxprobe.workload import cache
-from fxprobe.workload.run import Node, plan_run, run_profile, run_verdict, spread, steady_state
+from fxprobe.workload.plan import plan_run
+from fxprobe.workload.run import Node, run_profile, run_verdict, spread, steady_state
 from histref import hist_view_checked, independent_merge, numpy_percentile
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

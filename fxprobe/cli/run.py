@@ -107,8 +107,9 @@ def run(app: App, name, target, repeats, runtime, ramp, nodes, fio_port, lab, ss
 def _run(app: App, name: str, target: str, args: dict, dry_run: bool, ceiling_value: float | None,
          metrics=None) -> int:
     from fxprobe.workload import run as workload
+    from fxprobe.workload.plan import plan_run
     if dry_run:
-        plan = workload.plan_run(name, target, strict=False, **args)
+        plan = plan_run(name, target, strict=False, **args)
         app.emit(plan.to_dict(), plan.lines() + ["dry run: nothing was written or run"])
         plan.check.require_safe()   # a refused target still exits 2, after showing why
         return 0

@@ -55,11 +55,10 @@ def load_state(path: Path) -> tuple[RunDir, SoakState]:
 def plan_soak(config: SoakConfig, runtime: float | None = None):
     """The profile's job for ``runtime`` (default: the whole period), the target checked before
     anything is written, and a load fio cannot verify refused (BadInput/UnsafeTarget)."""
-    from fxprobe.workload import run as workload
+    from fxprobe.workload.plan import plan_run
     config.validate()
-    plan = workload.plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
-                             scale=config.scale, max_bytes=config.max_bytes, overrides=config.overrides,
-                             allow=config.allow)
+    plan = plan_run(config.profile, config.target, repeats=1, ramp=0, runtime=runtime or config.planned_s,
+                    scale=config.scale, max_bytes=config.max_bytes, overrides=config.overrides, allow=config.allow)
     soak_verify.plan_for(plan.derivation, plan.target, config.no_verify_reason)
     return plan
 
@@ -115,10 +114,9 @@ def kill_orphan(fio_state: FioState) -> str:
 
 def fio_jobs(pid: int) -> list[FioJob]:
     """fio's job processes (children of the main process): pid and start time, for kill_orphan."""
-    try:
-        return [FioJob(pid=child.pid, create_time=child.create_time()) for child in psutil.Process(pid).children()]
-    except psutil.NoSuchProcess:
-        return []
+    from fxprobe.tools.procs import children, start_time
+    started = [(child, start_time(child)) for child in children(pid)]
+    return [FioJob(pid=child, create_time=when) for child, when in started if when is not None]
 
 
 def _drain(fd: int) -> tuple[bytes, bool]:

@@ -7,7 +7,7 @@ hist logs by numpy's C ``loadtxt``, the fastest on 1,859-field lines: see ``scri
 and each block is folded into running sums at once; hosts are read side by side on the cores:
 
 - ``fleet_series``: bandwidth (or IOPS) logs of many hosts -> one series of log windows, the sum
-  over hosts per window (what ``workload.run.bandwidth_series`` computes from DataFrames), with
+  over hosts per window (the tests check it against an independent pandas sum of the parsed logs), with
   per-host line counts and zero windows (stalled seconds).
 - ``merge_hist_logs``: ``write_hist_log`` files of many hosts -> one histogram per direction,
   summed bin by bin (exact: every host logs the same bin layout), so fleet percentiles follow
@@ -155,7 +155,7 @@ class FleetSeries:
         return sum(h.lines for h in self.hosts)
 
     def pairs(self) -> tuple[tuple[int, float], ...]:
-        """As ``workload.run.bandwidth_series`` returns it: ((epoch ms, value), ...)."""
+        """((epoch ms, value), ...), one pair per window."""
         return tuple(zip(self.stamps_ms.tolist(), self.values.tolist()))
 
 
@@ -197,7 +197,7 @@ def fleet_series(logs: Iterable[LogSource], log_msec: int, factor: float = 1024,
                  ddir: int | None = None, block_rows: int = BLOCK_ROWS) -> FleetSeries:
     """Sum bw (factor 1024: KiB/s -> bytes/s) or IOPS (factor 1) logs of many hosts per log window.
 
-    Windows are counted from the earliest first stamp of any log, as ``bandwidth_series`` does
+    Windows are counted from the earliest first stamp of any log
     (a sample at t falls in window round((t - start) / log_msec)); only windows with a sample
     appear. ``ddir`` keeps one direction (0 read, 1 write); None sums all lines, as fio's own
     bandwidth totals do. Each log is read once, block by block."""
