@@ -69,6 +69,9 @@ done < /fxlab/routes
 # a plain login shell: the host's root .bashrc (pyenv init...) is slow under TCG
 sed -i 's#^\(root:.*:\)[^:]*$#\1/bin/sh#' /etc/passwd
 cp /fxlab/hosts /etc/hosts
+# no name server: the lab's names are in /etc/hosts. The host's resolv.conf names servers a guest cannot reach,
+# and every lookup that falls through to them (getent's IPv6 first try) waited 10 s for their timeouts
+rm -f /etc/resolv.conf && echo '# fxprobe lab guest: names come from /etc/hosts' > /etc/resolv.conf
 mkdir -p /etc/nvme
 echo "$FXLAB_HOSTNQN" > /etc/nvme/hostnqn
 echo "$FXLAB_HOSTID" > /etc/nvme/hostid
