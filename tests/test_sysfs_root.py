@@ -84,3 +84,41 @@ def test_the_array_guest_finds_its_pcie_drives_by_serial_in_the_redirected_tree(
     write(tmp_path, "/sys/class/nvme/nvme3/transport", "pcie")        # no serial yet: skipped
     monkeypatch.setattr(sysfs, "ROOT", tmp_path)
     assert nvme_sysfs.pcie_namespaces_by_serial() == {"FXLS00": "/dev/nvme0n1", "FXLS01": "/dev/nvme1n1"}
+
+
+def test_a_controller_that_reported_no_sensor_is_not_asked_again(guest_tree, monkeypatch):
+    """nvme0 (fabrics, 0 K: no sensor) and a PCIe drive nvme2 (323 K). Once nvme0 said 0 K, its temperature is not
+    read again: its temp1_input becomes a FIFO nobody writes, which blocks a reader as an admin command to a
+    controller whose link just went down does (60 s). The twin: the same FIFO on a controller not yet asked blocks."""
+    import os
+    import threading
+    monkeypatch.setattr(telemetry, "_NO_SENSOR", set())
+    write(guest_tree, "/sys/class/nvme/nvme0/hwmon3/temp1_input", "-273150")
+    write(guest_tree, "/sys/class/nvme/nvme2/hwmon4/temp1_input", "49850")
+    for name, value in (("state", "live"), ("subsysnqn", "nqn.2014.08.org.nvmexpress:qemu-drive"),
+                        ("address", "0000:00:03.0")):
+        write(guest_tree, f"/sys/class/nvme/nvme2/{name}", value)
+    assert telemetry.nvme_temperatures() == {"nvme2": 49.85}
+
+    def blocking(controller: str, hwmon: str) -> None:
+        sensor = guest_tree / f"sys/class/nvme/{controller}/{hwmon}/temp1_input"
+        sensor.unlink()
+        os.mkfifo(sensor)
+
+    def read_in_a_thread() -> tuple[threading.Thread, list]:
+        out: list = []
+        reader = threading.Thread(target=lambda: out.append(telemetry.nvme_temperatures()), daemon=True)
+        reader.start()
+        reader.join(timeout=5)
+        return reader, out
+
+    blocking("nvme0", "hwmon3")
+    reader, out = read_in_a_thread()
+    assert not reader.is_alive() and out == [{"nvme2": 49.85}]
+    monkeypatch.setattr(telemetry, "_NO_SENSOR", set())          # the twin: not known to have no sensor
+    reader, out = read_in_a_thread()
+    assert reader.is_alive() and out == []
+    with open(guest_tree / "sys/class/nvme/nvme0/hwmon3/temp1_input", "w") as unblock:
+        unblock.write("-273150\n")
+    reader.join(timeout=5)
+    assert out == [{"nvme2": 49.85}] and len(telemetry._NO_SENSOR) == 1

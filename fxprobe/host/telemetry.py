@@ -33,20 +33,34 @@ def host_counters() -> dict:
             "nic_fields": ["bytes_sent", "bytes_recv", "errin", "errout", "dropin", "dropout"], "nics": nics}
 
 
+# Controllers whose sensor said "not reported" (0 K: nvmet's fabrics controllers), by name, subsystem and address,
+# are asked once. Each read is an admin command, and one sent as a link goes down, while the controller still
+# says live, waits for the admin timeout (60 s): in the lab's link-cut soak the telemetry stopped for that minute
+# and the finished soak's process could not exit until the command returned (a thread in the kernel's wait).
+_NO_SENSOR: set[tuple[str, str, str]] = set()
+
+
 def nvme_temperatures() -> dict[str, float]:
     """Composite temperature (deg C) of each live NVMe controller that exposes a hwmon node.
 
     Each read sends a Get Log Page to the controller: a controller that is not live is skipped
-    (the read would wait for the admin timeout)."""
+    (the read would wait for the admin timeout), and so is one that reported no sensor before."""
     temps = {}
     for ctrl in sysfs.listdir(NVME_CLASS):
         if sysfs.read(f"{NVME_CLASS}/{ctrl}/state") != "live":
             continue
+        key = (ctrl, sysfs.read(f"{NVME_CLASS}/{ctrl}/subsysnqn", ""), sysfs.read(f"{NVME_CLASS}/{ctrl}/address", ""))
+        if key in _NO_SENSOR:
+            continue
         for hwmon in sysfs.listdir(f"{NVME_CLASS}/{ctrl}"):
             if hwmon.startswith("hwmon"):
                 raw = sysfs.read(f"{NVME_CLASS}/{ctrl}/{hwmon}/temp1_input")
-                if raw and raw.lstrip("-").isdigit() and int(raw) > -273000:   # 0 K: not reported (fabrics)
+                if not (raw and raw.lstrip("-").isdigit()):
+                    continue
+                if int(raw) > -273000:
                     temps[ctrl] = int(raw) / 1000
+                else:                                   # 0 K: not reported
+                    _NO_SENSOR.add(key)
     return temps
 
 
