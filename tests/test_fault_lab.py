@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from labcli import fault_env as env, fault_run, first_data_member, fxprobe_argv, scenario_file  # noqa: F401  (test_live_status_lab imports them from here)
+from labcli import PARALLEL_LOAD, fault_env as env, fault_run, first_data_member, fxprobe_argv, scenario_file  # noqa: F401  (test_live_status_lab imports them from here)
 
 pytestmark = pytest.mark.lab
 
@@ -133,7 +133,8 @@ def test_a_load_still_running_at_its_limit_is_declared_hung_stopped_and_visible(
     monkeypatch.setenv("FXPROBE_FAULT_JOURNAL", str(tmp_path / "fault-journal.json"))
     # a link cut, not a drive pull: the three hung loads seen in CI-like runs beside another lab were QEMU drives
     # that stopped completing I/O right after a drive was plugged in or out under this test's long load
-    code, result, err = fx_here(tmp_path, "fault", "run", str(scenario_file(tmp_path, "link-down", **FAST)),
+    code, result, err = fx_here(tmp_path, "fault", "run", str(scenario_file(tmp_path, "link-down", timing=FAST["timing"],
+                                                                          load=PARALLEL_LOAD)),
                                 "--lab", lab.name)
     reload_state(lab)
     assert result is not None and "Traceback" not in err, err[-2000:]
@@ -151,7 +152,7 @@ def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tm
     # shows the failover to the second path; the advised settings themselves are swept by `fault tune`
     # (tests/test_lab_fault_tune.py, scripts/bench tune)
     scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 4, "settle_s": 1, "fault_s": 20,
-                                                            "recover_s": 3})
+                                                            "recover_s": 3}, load=PARALLEL_LOAD)
     done = fault_run(lab, tmp_path, scenario)
     result = json.loads(done.stdout)
     print(f"\nlink-down, 2 paths, default timeouts: stall {result['impact']['longest_stall_s']} s, "
@@ -173,7 +174,7 @@ def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tm
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
     # 5 flap periods (the shipped scenario flaps for a minute; the suite's half-minute shows the same)
     scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 30,
-                                                            "recover_s": 6}, load={"region": "2M"})
+                                                            "recover_s": 6}, load=PARALLEL_LOAD)
     code, result = run_fault(lab, tmp_path, scenario)
     assert result["verdict"] in ("visible", "invisible")
     assert code == (0 if result["verdict"] == "invisible" else 1)
@@ -190,7 +191,7 @@ def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
 @pytest.mark.lab_parallel   # judges no time: exit 130 and the restore
 def test_ctrl_c_mid_drive_pull_restores_before_exit(lab, tmp_path):
     scenario = scenario_file(tmp_path, "drive-pull", timing={"steady_s": 6, "settle_s": 2, "fault_s": 40,
-                                                             "recover_s": 4}, load={"region": "2M"})
+                                                             "recover_s": 4}, load=PARALLEL_LOAD)
     process = subprocess.Popen(fxprobe_argv(tmp_path, "fault", "run", str(scenario), "--lab", lab.name),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(tmp_path))
     deadline = time.monotonic() + 400

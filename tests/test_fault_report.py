@@ -99,6 +99,10 @@ def test_load_argv_writes_epoch_logs_and_counts_errors():
     assert "--runtime=322" in argv       # 10 + 10 + the rebuild bound (300 s after the restore) + 2
     quick = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[timing]\nrebuild_s = 0\n[criteria]\n', "x.toml")
     assert "--runtime=32" in load_argv(quick, "/dev/nvme0n1", "/tmp/d")
+    assert not any(a.startswith("--rate_iops") for a in argv)               # as fast as the target answers
+    paced = parse_scenario('[fault]\nkind = "drive-pull"\nslot = 1\n[load]\nrate_iops = 40\n[timing]\n[criteria]\n',
+                           "x.toml")
+    assert "--rate_iops=40" in load_argv(paced, "/dev/nvme0n1", "/tmp/d")
 
 
 def test_png_shows_load_fault_and_restore(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fxprobe.faults.scenario import SCENARIO_DIR
+from labcli import PARALLEL_LOAD
 
 pytestmark = pytest.mark.lab
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.lab
 def test_one_trial_gives_a_row_a_trial_folder_and_restores_the_paths(lab, tmp_path):
     data = tomllib.loads((SCENARIO_DIR / "link-down.toml").read_text())
     data["timing"].update({"steady_s": 4, "settle_s": 1, "fault_s": 12, "recover_s": 3})
+    data["load"].update(PARALLEL_LOAD)
     lines = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
     for section, table in data.items():
         if isinstance(table, dict):

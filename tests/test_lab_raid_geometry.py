@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from labcli import fault_run, scenario_file
+from labcli import PARALLEL_LOAD, fault_run, scenario_file
 
 pytestmark = pytest.mark.lab
 
@@ -56,7 +56,8 @@ def test_two_pulls_of_a_raid5_twin_are_visible_with_allow_visible(lab, tmp_path)
     free = lab.state.free_slots()[:3]
     assert len(free) == 3, "the session lab keeps slots 20-23 free"
     scenario = scenario_file(tmp_path, "drive-pull-two", fault={"slots": free[:2], "delay_s": 0.0},
-                             timing={"steady_s": 6, "settle_s": 2, "fault_s": 10, "recover_s": 3, "rebuild_s": 0})
+                             timing={"steady_s": 6, "settle_s": 2, "fault_s": 10, "recover_s": 3, "rebuild_s": 0},
+                             load={"rate_iops": PARALLEL_LOAD["rate_iops"]})
     text = scenario.read_text().replace('export = "main"', f'export = "twin"\ntwin_level = "raid5"\ntwin_slots = {free}')
     scenario.write_text(text)
     refused = fault_run(lab, tmp_path, scenario)

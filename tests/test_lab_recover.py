@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from labcli import fault_env as env, fxprobe_argv as fxprobe, scenario_file, see_current_code
+from labcli import PARALLEL_LOAD, fault_env as env, fxprobe_argv as fxprobe, scenario_file, see_current_code
 
 pytestmark = pytest.mark.lab
 
@@ -56,7 +56,7 @@ def assert_nothing_running_and_healthy(lab) -> None:
 @pytest.mark.lab_parallel   # judges no time: the orphaned load runs 120 s, the restore's checks are states
 def test_kill_9_of_a_fault_run_in_its_fault_window_then_fault_restore(lab, tmp_path):
     scenario = scenario_file(tmp_path, "link-down", timing={"steady_s": 3, "settle_s": 1, "fault_s": 120,
-                                                               "recover_s": 2})
+                                                               "recover_s": 2}, load=PARALLEL_LOAD)
     journal = tmp_path / "fault-journal.json"
     run = subprocess.Popen(fxprobe(tmp_path, "fault", "run", str(scenario), "--lab", lab.name), env=env(tmp_path),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

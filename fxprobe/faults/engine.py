@@ -98,6 +98,7 @@ def load_argv(scenario: Scenario, device: str, log_dir: str, output: str = "json
     filename = verify_mod.load_filename(verify_mod.plan_for(load), device)
     return ["fio", "--name=fault-load", f"--filename={filename}", f"--rw={load['rw']}", f"--bs={load['bs']}",
             f"--iodepth={load['iodepth']}", f"--numjobs={load['numjobs']}", "--ioengine=libaio", "--direct=1",
+            *([f"--rate_iops={load['rate_iops']}"] if load["rate_iops"] else []),
             "--time_based", f"--runtime={runtime}",
             # one line per successful completion (epoch ms): exact stalls and counts (faults.completions)
             f"--write_lat_log={prefix}", "--log_avg_msec=0", "--disable_lat=1", "--disable_slat=1",
@@ -133,7 +134,8 @@ def build_plan(scenario: Scenario, runner: Runner, options: Options) -> Plan:
     else:
         lines.append(f"this host: load against {scenario.load['target']}")
     t = scenario.timing
-    lines.append(f"load: fio {scenario.load['rw']} bs={scenario.load['bs']} iodepth={scenario.load['iodepth']} "
+    rate = f" rate_iops={scenario.load['rate_iops']} per job" if scenario.load["rate_iops"] else ""
+    lines.append(f"load: fio {scenario.load['rw']} bs={scenario.load['bs']} iodepth={scenario.load['iodepth']}{rate} "
                  f"for {scenario.total_s + 2:g} s, logs every {scenario.load['log_msec']} ms")
     vplan = verify_mod.plan_for(scenario.load)
     lines += vplan.lines(scenario.load["target"] or f"export {scenario.lab['export']}")

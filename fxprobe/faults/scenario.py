@@ -125,6 +125,8 @@ class LoadTable(InputModel):
     bs: SizeAsWritten = _help("fio block size", default="4k")
     iodepth: PositiveInt = _help("fio iodepth", default=8)
     numjobs: PositiveInt = _help("fio numjobs", default=1)
+    rate_iops: NonNegativeInt = _help("fio rate_iops: a fixed offered load, I/O per second per job (0: as fast as "
+                                      "the target answers)", default=0)
     log_msec: PositiveInt = _help("fio log_avg_msec / log_hist_msec: the timeline resolution", default=500)
     host: NonEmptyStr = _help("lab guest that runs the load", default="host1")
     target: str = _help("block device the load reads (Linux host runs; the lab uses its export)", default="")
