@@ -49,7 +49,7 @@ def nvme_temperatures() -> dict[str, float]:
     for ctrl in sysfs.listdir(NVME_CLASS):
         if sysfs.read(f"{NVME_CLASS}/{ctrl}/state") != "live":
             continue
-        key = (ctrl, sysfs.read(f"{NVME_CLASS}/{ctrl}/subsysnqn", ""), sysfs.read(f"{NVME_CLASS}/{ctrl}/address", ""))
+        key = (ctrl, *(sysfs.read(f"{NVME_CLASS}/{ctrl}/{attr}", "") for attr in ("subsysnqn", "address")))
         if key in _NO_SENSOR:
             continue
         for hwmon in sysfs.listdir(f"{NVME_CLASS}/{ctrl}"):

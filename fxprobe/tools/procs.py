@@ -78,13 +78,13 @@ def children(pid: int) -> list[int]:
     psutil's ``children()`` reads the stat file of every process on the machine to find them, which a lab guest,
     whose every read of /proc runs under emulation, took 1.5 s for. A kernel without that list (no
     CONFIG_PROC_CHILDREN) is asked through psutil. [] once ``pid`` has ended."""
-    import psutil
     tasks = Path(f"/proc/{pid}/task")
     try:
         lists = [task / "children" for task in tasks.iterdir()]
     except (FileNotFoundError, ProcessLookupError):
         return []
     if lists and not lists[0].exists():
+        import psutil
         try:
             return [child.pid for child in psutil.Process(pid).children()]
         except psutil.NoSuchProcess:
@@ -96,6 +96,7 @@ def children(pid: int) -> list[int]:
         except (FileNotFoundError, ProcessLookupError):
             continue     # the thread ended meanwhile
     return sorted(set(found))
+
 
 def wait_gone(processes: list, timeout: float) -> list:
     """Those of ``processes`` (psutil.Process) still running after up to ``timeout`` s. A zombie has stopped: the
