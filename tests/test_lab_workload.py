@@ -18,7 +18,6 @@ import pytest
 
 from fxprobe.cli.main import main
 from fxprobe.lab import forward
-from fxprobe.lab.vm import listening_ports
 from fxprobe.tools import fio
 from histref import hist_view_checked, independent_merge, numpy_percentile
 
@@ -46,12 +45,27 @@ def fio_servers_in(lab, guest: str) -> list[str]:
     return [line for line in out.splitlines() if "fio --server" in line]
 
 
-def assert_nothing_left(lab, guests: list[str], ports: list[int]) -> None:
+def qemu_listening(lab, guests: list[str]) -> set[tuple[str, int]]:
+    """(address, port) of the TCP sockets the guests' own QEMU processes listen on: the check is about
+    this lab's forwards, not about a port number another process on this machine may have bound since
+    (the lab beside, or anything else, can be handed the same port on another address)."""
+    found = set()
+    for guest in guests:
+        qemu = psutil.Process(lab.state.guests[lab.guest_name(guest)].pid)
+        found |= {(c.laddr.ip, c.laddr.port) for c in qemu.net_connections(kind="tcp4")
+                  if c.status == psutil.CONN_LISTEN}
+    return found
+
+
+def assert_nothing_left(lab, guests: list[str], endpoints: list[tuple[str, int]]) -> None:
     for guest in guests:
         assert fio_servers_in(lab, guest) == [], guest
         rules = forward.usernet_forwards(lab, guest)
         assert [r for r in rules if r[2] != 22] == [], rules   # only the boot-time SSH rule remains
-    assert not set(ports) & listening_ports()
+    listening = qemu_listening(lab, guests)
+    # the twin: the boot-time SSH forward is still seen listening, so the check can see a forward
+    assert {("127.0.0.1", lab.state.guests[lab.guest_name(g)].ssh_port) for g in guests} <= listening, listening
+    assert not set(endpoints) & listening, listening
 
 
 def fio_commands(tmp_path) -> tuple[list[list[str]], list[dict]]:
@@ -62,8 +76,11 @@ def fio_commands(tmp_path) -> tuple[list[list[str]], list[dict]]:
     return clients, [c for c in commands if c["background"]]
 
 
-def client_ports(clients: list[list[str]]) -> list[int]:
-    return sorted({int(a.rsplit(",", 1)[1]) for argv in clients for a in argv if a.startswith("--client=")})
+def client_endpoints(clients: list[list[str]]) -> list[tuple[str, int]]:
+    """(address, port) each fio client dialed: ``--client=ip:127.0.1.1,46433``."""
+    dialed = {tuple(a.removeprefix("--client=ip:").rsplit(",", 1)) for argv in clients for a in argv
+              if a.startswith("--client=ip:")}
+    return sorted((address, int(port)) for address, port in dialed)
 
 
 def check_statistics(wl: dict) -> None:
@@ -110,7 +127,7 @@ def test_read_profile_on_the_namespace_from_host1(lab, capsys, tmp_path):
     assert wl["target_check"]["safe"]
     clients, servers = fio_commands(tmp_path)
     assert len(servers) == 1 and "--server=ip:0.0.0.0," in " ".join(servers[0]["argv"])
-    assert_nothing_left(lab, ["host1"], client_ports(clients))
+    assert_nothing_left(lab, ["host1"], client_endpoints(clients))
     print(f"host1: {wl['bandwidth_bytes']['mean'] / 1e6:.1f} MB/s, CV {wl['bandwidth_bytes']['cv_pct']:.1f} %, "
           f"p99 {wl['percentiles_ns']['p99'] / 1e6:.1f} ms, steady {wl['steady_attained']}/3")
 
@@ -160,7 +177,7 @@ def test_two_hosts_at_once_through_fio_client_server(lab, capsys, tmp_path):
     clients, servers = fio_commands(tmp_path)
     assert clients and all(sum(a.startswith("--client=ip:127.0.1.") for a in argv) == 2 for argv in clients)
     assert len(servers) == 2 and all("--server=ip:0.0.0.0," in " ".join(c["argv"]) for c in servers)
-    assert_nothing_left(lab, ["host1", "host2"], client_ports(clients))
+    assert_nothing_left(lab, ["host1", "host2"], client_endpoints(clients))
     print("per node: " + ", ".join(f"{k} {v / 1e6:.1f} MB/s" for k, v in per_node.items())
           + f"; rates added {wl['bandwidth_bytes']['mean'] / 1e6:.1f} MB/s, CV {wl['bandwidth_bytes']['cv_pct']:.1f} %, "
           + (f"both at once {together['aggregate_bps'] / 1e6:.1f} MB/s over "
@@ -226,4 +243,4 @@ def test_fio_client_killed_mid_run_leaves_nothing_behind(lab, capsys, tmp_path):
     print([l for l in err.splitlines() if l.startswith("fxprobe:")][0])
     clients, servers = fio_commands(tmp_path)
     assert clients and len(servers) == 2
-    assert_nothing_left(lab, ["host1", "host2"], client_ports(clients))
+    assert_nothing_left(lab, ["host1", "host2"], client_endpoints(clients))
