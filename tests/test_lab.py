@@ -37,9 +37,15 @@ def qemu_processes(folder) -> list[int]:
     return pids
 
 
-def lab_sockets(lab: Lab) -> set[int]:
-    ports = {g.ssh_port for g in lab.state.guests.values()} | {l.socket_port for l in lab.state.links}
-    return ports & listening_ports()
+def lab_ports(lab: Lab) -> set[int]:
+    return {g.ssh_port for g in lab.state.guests.values()} | {l.socket_port for l in lab.state.links}
+
+
+def lab_listening(lab: Lab) -> list:
+    """Where something listens at 127.0.0.1 (or every address) on one of the lab's ports; the same number
+    listening on another address belongs to someone else (the lab beside is handed ports from the same range)."""
+    return [c.laddr for c in psutil.net_connections(kind="tcp4") if c.status == psutil.CONN_LISTEN
+            and c.laddr.port in lab_ports(lab) and c.laddr.ip in ("127.0.0.1", "0.0.0.0")]
 
 
 def wait_for(predicate, timeout: float, what: str, step: float = 1.0):
@@ -76,12 +82,12 @@ def test_tiny_rdma_lab_connects_and_down_leaves_nothing(tmp_path):
         assert [p.transport for p in live] == ["rdma"]
         assert (folder.stat().st_mode & 0o777) == 0o700
         assert (folder / "id_ed25519").stat().st_mode & 0o777 == 0o600
-        assert len(qemu_processes(folder)) == 2 and lab_sockets(lab)
+        assert len(qemu_processes(folder)) == 2 and len(lab_listening(lab)) == len(lab_ports(lab))
     finally:
         code = main(["--runs", str(tmp_path / "runs"), "lab", "down", "--lab", spec.name])
     assert code == 0
     assert not qemu_processes(folder), "a QEMU process of the lab is still running"
-    assert not lab_sockets(lab), "a port of the lab still listens"
+    assert not lab_listening(lab), "a port of the lab still listens"
     assert not folder.exists(), "the lab folder (keys, sockets, drives) is still there"
 
 
