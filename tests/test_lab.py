@@ -41,11 +41,10 @@ def lab_ports(lab: Lab) -> set[int]:
     return {g.ssh_port for g in lab.state.guests.values()} | {l.socket_port for l in lab.state.links}
 
 
-def lab_listening(lab: Lab) -> list:
-    """Where something listens at 127.0.0.1 (or every address) on one of the lab's ports; the same number
-    listening on another address belongs to someone else (the lab beside is handed ports from the same range)."""
-    return [c.laddr for c in psutil.net_connections(kind="tcp4") if c.status == psutil.CONN_LISTEN
-            and c.laddr.port in lab_ports(lab) and c.laddr.ip in ("127.0.0.1", "0.0.0.0")]
+def lab_listening(lab: Lab) -> set[int]:
+    """The lab's ports something listens on at 127.0.0.1 (the same number on another address belongs to
+    someone else: the lab beside is handed ports from the same range)."""
+    return lab_ports(lab) & listening_ports(address="127.0.0.1")
 
 
 def wait_for(predicate, timeout: float, what: str, step: float = 1.0):

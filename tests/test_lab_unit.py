@@ -162,6 +162,21 @@ def test_listening_ports_reads_proc_net_tcp():
         assert server.getsockname()[1] in listening_ports()
 
 
+def test_listening_ports_at_an_address_leaves_out_the_same_number_on_another():
+    with socket.socket() as here, socket.socket() as elsewhere, socket.socket() as everywhere:
+        here.bind(("127.0.0.1", 0))
+        port = here.getsockname()[1]
+        elsewhere.bind(("127.0.0.2", port))     # the same number on another address: allowed, and not ours
+        here.listen()
+        elsewhere.listen()
+        assert port in listening_ports(address="127.0.0.1")
+        here.close()
+        assert port in listening_ports() and port not in listening_ports(address="127.0.0.1")
+        everywhere.bind(("0.0.0.0", 0))
+        everywhere.listen()
+        assert everywhere.getsockname()[1] in listening_ports(address="127.0.0.1")   # every address includes it
+
+
 # -- nvmet object model on a fake configfs tree ------------------------------------------------
 
 def test_nvmet_model_on_a_fake_tree(tmp_path):

@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -80,13 +81,23 @@ def lab_home() -> Path:
     return Path(base)
 
 
-def listening_ports(proc_net: Path = Path(PROC_NET_TCP)) -> set[int]:
-    """TCP ports in LISTEN state (IPv4) from the kernel's TCP socket table."""
+def listening_ports(proc_net: Path = Path(PROC_NET_TCP), address: str | None = None) -> set[int]:
+    """TCP ports in LISTEN state (IPv4) from the kernel's TCP socket table; with ``address``, only those
+    listening there or on every address (the same number on another address is another program's)."""
     ports = set()
     try:
         lines = proc_net.read_text().splitlines()[1:]
     except OSError:
         return ports
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "0A":
+            where, port = fields[1].rsplit(":", 1)
+            # the kernel prints the address as its 32-bit word in this machine's byte order
+            ip = socket.inet_ntoa(struct.pack("=I", int(where, 16)))
+            if address is None or ip in (address, "0.0.0.0"):
+                ports.add(int(port, 16))
+    return ports
     for line in lines:
         fields = line.split()
         if len(fields) > 3 and fields[3] == "0A":
@@ -422,7 +433,7 @@ class Lab:
 
     def _wait_listening(self, ports: list[int], name: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
-        while not set(ports) <= listening_ports():
+        while not set(ports) <= listening_ports(address="127.0.0.1"):
             self._check_running(name)
             if time.monotonic() > deadline:
                 raise ToolError(f"guest {name}: QEMU did not open its link sockets {ports} within {timeout:.0f} s")
