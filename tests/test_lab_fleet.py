@@ -65,3 +65,20 @@ def test_selftest_over_two_arrays_then_a_pull_in_one_fails_only_that_array_and_g
     code, gate, err = fx(tmp_path, "gate", "g1", "--config", str(tmp_path / "g.toml"),
                          "--arrays", f"array,{EXTRA},array3", "--evidence", str(tmp_path / "both"))
     assert code == 3 and "no selftest of array3" in json.dumps(gate["verdict"])
+
+
+def test_an_extra_array_whose_qemu_exits_is_named_with_its_exit_code_and_message(lab, monkeypatch):
+    """add_array watches the QEMU it started through its own handle: one that exits at once (an option QEMU
+    refuses) is reported with QEMU's exit code and last line, and remove_array forgets it."""
+    from fxprobe.core.errors import ToolError
+    from fxprobe.lab import arrays
+    real = arrays.guest_argv
+    monkeypatch.setattr(arrays, "guest_argv", lambda *a, **k: [*real(*a, **k), "-no-such-option"])
+    name = "array3"
+    assert name not in lab.state.guests
+    try:
+        with pytest.raises(ToolError, match=r"QEMU for guest array3 exited with code 1: .*no-such-option"):
+            arrays.add_array(lab, name, drives=1)
+    finally:
+        arrays.remove_array(lab, name)
+    assert name not in lab.state.guests and not [d for d in lab.state.drives if d.array == name]

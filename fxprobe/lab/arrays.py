@@ -93,9 +93,11 @@ def add_array(lab, name: str, drives: int, progress=lambda text: None) -> GuestS
     lab.save()
     deadline = time.monotonic() + 300
     while True:
-        if not _alive(child.pid):
+        # our own child: ask its exit status, not its command line (for a moment after the start, until the
+        # new program has set it up, the kernel shows an empty one)
+        if not child.alive():
             err = (share / "qemu.err").read_text(errors="replace").strip().splitlines() or ["(no message)"]
-            raise ToolError(f"QEMU for guest {name} exited: {err[-1]}")
+            raise ToolError(f"QEMU for guest {name} exited with code {child.process.poll()}: {err[-1]}")
         if lab.booted(name) and lab.answers(name):
             break
         if time.monotonic() > deadline:

@@ -165,7 +165,9 @@ def choose_accel(runner: Runner, kernel: LabKernel, initramfs: Path, requested: 
 
 
 def _alive(pid: int | None, marker: str = "fxlab-") -> bool:
-    """Whether ``pid`` is still a running lab guest's QEMU (its command line holds ``marker``)."""
+    """Whether ``pid`` is still a running lab guest's QEMU (its command line holds ``marker``): for a pid from
+    the lab's state. A QEMU this process has just started is asked through its ``Background`` handle: right
+    after the start the kernel shows an empty command line for a moment (measured: 5 of 300 reads)."""
     if not pid:
         return False
     try:
