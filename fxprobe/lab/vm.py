@@ -98,11 +98,6 @@ def listening_ports(proc_net: Path = Path(PROC_NET_TCP), address: str | None = N
             if address is None or ip in (address, "0.0.0.0"):
                 ports.add(int(port, 16))
     return ports
-    for line in lines:
-        fields = line.split()
-        if len(fields) > 3 and fields[3] == "0A":
-            ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
 
 
 def port_is_free(port: int) -> bool:
