@@ -21,7 +21,7 @@ from pathlib import Path
 from fxprobe.core.errors import BadInput, FxprobeError, ToolError
 from fxprobe.lab import sshkeys
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
-from fxprobe.lab.qemu import ARRAY_MEMORY_MB, BOOTED, MAX_DRIVES, GuestConfig, _alive, guest_argv
+from fxprobe.lab.qemu import ARRAY_MEMORY_MB, BOOTED, MAX_DRIVES, GuestConfig, _alive, check_running, guest_argv
 from fxprobe.lab.spec import host_identity
 from fxprobe.lab.state import DriveState, GuestState
 from fxprobe.tools.qmp import Qmp
@@ -93,11 +93,7 @@ def add_array(lab, name: str, drives: int, progress=lambda text: None) -> GuestS
     lab.save()
     deadline = time.monotonic() + 300
     while True:
-        # our own child: ask its exit status, not its command line (for a moment after the start, until the
-        # new program has set it up, the kernel shows an empty one)
-        if not child.alive():
-            err = (share / "qemu.err").read_text(errors="replace").strip().splitlines() or ["(no message)"]
-            raise ToolError(f"QEMU for guest {name} exited with code {child.process.poll()}: {err[-1]}")
+        check_running(name, child)
         if lab.booted(name) and lab.answers(name):
             break
         if time.monotonic() > deadline:

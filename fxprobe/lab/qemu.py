@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 
+from fxprobe.core.errors import ToolError
 from fxprobe.lab.kernel import LabKernel, cache_root
 from fxprobe.core.runner import Runner
 
@@ -164,10 +165,19 @@ def choose_accel(runner: Runner, kernel: LabKernel, initramfs: Path, requested: 
     return accel
 
 
+def check_running(name: str, child) -> None:
+    """ToolError with QEMU's exit code and last line if guest ``name``'s QEMU, started by this process (``child``,
+    its ``Background``; None: not started here), has exited. Its own exit status, not the pid's command line."""
+    if child is not None and not child.alive():
+        _, err = child.output()
+        raise ToolError(f"QEMU for guest {name} exited with code {child.process.poll()}: "
+                        f"{(err.strip().splitlines() or ['(no message)'])[-1]}")
+
+
 def _alive(pid: int | None, marker: str = "fxlab-") -> bool:
     """Whether ``pid`` is still a running lab guest's QEMU (its command line holds ``marker``): for a pid from
-    the lab's state. A QEMU this process has just started is asked through its ``Background`` handle: right
-    after the start the kernel shows an empty command line for a moment (measured: 5 of 300 reads)."""
+    the lab's state. A QEMU this process has just started is asked through ``check_running``: right after the
+    start the kernel shows an empty command line for a moment (measured: 5 of 300 reads)."""
     if not pid:
         return False
     try:

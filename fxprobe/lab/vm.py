@@ -45,8 +45,8 @@ from fxprobe.lab import sshkeys
 from fxprobe.lab.guestpython import python_argv
 from fxprobe.lab.initramfs import ensure_initramfs, guest_file
 from fxprobe.lab.kernel import ensure_kernel
-from fxprobe.lab.qemu import (ARRAY_MEMORY_MB, BOOTED, GuestConfig, Nic, _alive, choose_accel, guest_argv,
-                              qemu_binary)
+from fxprobe.lab.qemu import (ARRAY_MEMORY_MB, BOOTED, GuestConfig, Nic, _alive, check_running, choose_accel,
+                              guest_argv, qemu_binary)
 from fxprobe.lab.spec import (NVME_PORT, SUBSYS_PREFIX, LabSpec, LinkPlan, drive_serial, host_identity,
                               hosts_file, link_plan)
 from fxprobe.lab.state import DriveState, ExportState, GuestState, KernelState, LabState, LinkState
@@ -419,17 +419,10 @@ class Lab:
                 self._wait_listening([l.socket_port for l in self.state.links], name)
         self._wait_ready(progress)
 
-    def _check_running(self, name: str) -> None:
-        child = self._children.get(name)
-        if child is not None and not child.alive():
-            out, err = child.output()
-            raise ToolError(f"QEMU for guest {name} exited with code {child.process.poll()}: "
-                            f"{(err.strip().splitlines() or ['(no message)'])[-1]}")
-
     def _wait_listening(self, ports: list[int], name: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while not set(ports) <= listening_ports(address="127.0.0.1"):
-            self._check_running(name)
+            check_running(name, self._children.get(name))
             if time.monotonic() > deadline:
                 raise ToolError(f"guest {name}: QEMU did not open its link sockets {ports} within {timeout:.0f} s")
             time.sleep(0.1)
@@ -452,7 +445,7 @@ class Lab:
         progress(f"guests: booting {', '.join(pending)}")
         while pending:
             for name in pending:
-                self._check_running(name)
+                check_running(name, self._children.get(name))
             booted = [name for name in pending if self.booted(name)]
             if booted:
                 with ThreadPoolExecutor(max_workers=len(booted)) as pool:
