@@ -17,6 +17,7 @@ from fxprobe.core.errors import BadInput, NotRunnable
 from fxprobe.faults import engine, methods
 from fxprobe.faults.journal import Journal
 from fxprobe.core.runner import Runner
+from fxprobe.tools.blockdev import SystemView
 
 
 # -- RAID redundancy ---------------------------------------------------------------------------
@@ -77,7 +78,7 @@ def host_env():
 
 
 def test_root_device_and_degraded_raid1_are_refused(fake_sys):
-    assert methods.root_device_names() >= {"nvme0n1p1", "nvme0n1"}
+    assert SystemView(sysfs.ROOT).root_devices() >= {"nvme0n1p1", "nvme0n1"}
     root_drive = methods.SysfsRemove(host_env(), {"kind": "drive-pull", "via": "sysfs", "serial": "SERIAL-A"})
     assert root_drive.probe() is None
     assert any("root filesystem" in r for r in root_drive.refusals())
@@ -341,7 +342,7 @@ def test_a_drive_pull_of_a_drive_in_use_is_refused_by_the_rule_it_breaks(drives_
 
 def test_a_btrfs_root_and_a_second_namespace_holding_it_are_root_devices(drives_in_use):
     (drives_in_use / "proc/self/mountinfo").write_text("22 1 0:31 /@ / rw - btrfs /dev/nvme1n1p1 rw\n")
-    assert methods.root_device_names() == {"nvme1n1p1", "nvme1n1"}
+    assert SystemView(sysfs.ROOT).root_devices() == {"nvme1n1p1", "nvme1n1"}
 
 
 def test_a_free_drive_and_a_member_of_a_redundant_md_are_not_refused(drives_in_use):

@@ -1,4 +1,3 @@
-import json
 import sys
 import time
 
@@ -92,10 +91,10 @@ def test_manifest_hashes_every_file_and_detects_change(run):
     run.write_results({"x": 1})
     manifest = run.finalize()
     assert "results.json" in manifest["files"] and "commands.jsonl" in manifest["files"]
-    assert run.verify_manifest() == []
+    assert run.integrity() == []
     path = run.path / "results.json"
     data = bytearray(path.read_bytes()); data[0] ^= 1; path.write_bytes(bytes(data))
-    assert run.verify_manifest() == ["results.json: changed (SHA-256 differs from the manifest)"]
+    assert run.integrity() == ["results.json: changed (SHA-256 differs from the manifest)"]
 
 
 def test_ssh_that_never_reached_the_command_is_told_apart_from_a_failed_command():

@@ -11,6 +11,7 @@ import pytest
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
+from fxprobe.host.doctor import ToolProbe, probe_tool
 from fxprobe.tools import iperf3
 
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"
@@ -26,7 +27,7 @@ def test_real_server_and_client(tmp_path):
     run = RunDir.create(tmp_path, "iperf3-test")
     runner = Runner(run)
     port = free_port()
-    server = iperf3.start_iperf3_server(runner, port=port, bind="127.0.0.1")
+    server = runner.start(iperf3.iperf3_server_argv(port=port, bind="127.0.0.1"), label="iperf3-server")
     try:
         result = iperf3.run_iperf3_client(runner, "127.0.0.1", port=port, duration=1, streams=2,
                                           interval=0.5, timeout=30, attempts=8)
@@ -76,9 +77,9 @@ def test_missing_totals_names_the_field():
     assert info.value.field == "end.sum_sent"
 
 
-def test_probe():
-    assert iperf3.probe_iperf3(Runner()) is None
-    assert iperf3.parse_iperf3_version("iperf 3.12 (cJSON 1.7.15)") == (3, 12)
+def test_the_installed_iperf3_version_is_read_by_its_own_pattern():
+    cap = probe_tool(Runner(), ToolProbe("iperf3", iperf3.VERSION_ARGV, iperf3.VERSION_PATTERN))
+    assert cap.present and cap.version.startswith("3."), cap
 
 
 @pytest.mark.parametrize("received", [None, {"bytes": 0, "bits_per_second": 0.0}])

@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 from fxprobe.network import roce
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.runner import Runner
+from fxprobe.host.doctor import ToolProbe, probe_tool
 from fxprobe.tools import perftest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perftest"
@@ -62,30 +63,6 @@ def test_a_zero_bandwidth_after_moving_data_is_not_a_measurement():
     assert isinstance(info.value, ToolError)
 
 
-@pytest.mark.parametrize("name", ["ib_read_bw-out_json-built.json", "ib_read_bw-out_json-old-unquoted-built.json"])
-def test_json_new_and_old(name):
-    result = perftest.parse_perftest_json(read(name), name)
-    assert (result.info.device, result.info.qps, result.info.mtu, result.info.gid_index) == ("mlx5_0", 4, 4096, 3)
-    assert result.info.link_type == "Ethernet"
-    assert result.row.bw_average_bytes == 9895.27 * 2**20
-    gbits = perftest.parse_perftest_json(read(name), name, unit="Gb/sec")
-    assert gbits.row.bw_average_bits == 9895.27e9
-
-
-def test_json_as_perftest_606_writes_it():
-    text = read("ib_read_bw-out_json-6.06-format-built.json")
-    result = perftest.parse_perftest_json(text, "perftest_out.json", unit="Gb/sec")
-    assert result.info.test == "RDMA_Read_BW_Test" and result.info.device == "rxe_l1"
-    assert (result.info.mtu, result.info.gid_index, result.info.tx_depth) == (4096, 1, 128)
-    assert result.row.bw_average_bits == pytest.approx(0.076448e9)
-    assert result.info.rdma_cm is False
-
-
-def test_json_without_results():
-    with pytest.raises(ParseError, match="'results'"):
-        perftest.parse_perftest_json('{"test_info": {"Device": "rxe0"}}', "out.json")
-
-
 def render(average: float, unit: str, size: int = 65536) -> str:
     """A report as perftest 6.06 prints it: REPORT_FMT (2 decimals) for MB/sec, REPORT_FMT_EXT
     (6 decimals) under --report_gbits -- as in the lab captures."""
@@ -126,9 +103,9 @@ def test_argv():
 
 
 def test_probes_here():
-    runner = Runner()
-    assert perftest.probe_perftest(runner) is None
-    reason = perftest.probe_rdma_device(runner)
+    cap = probe_tool(Runner(), ToolProbe("perftest", ("ib_read_bw", "--version"), perftest.VERSION_PATTERN))
+    assert cap.present and cap.version, cap
+    reason = perftest.probe_rdma_device(Runner())
     if Path("/sys/class/infiniband").is_dir() and any(Path("/sys/class/infiniband").iterdir()):
         assert reason is None
     else:
@@ -155,13 +132,12 @@ def test_lab_fixture(path):
     """Real outputs captured in the QEMU lab guests (soft-RoCE); parametrized over what is there.
     A capture without a result block (a failed client) must be a ParseError naming the field."""
     text = path.read_text(errors="replace")
-    parse = perftest.parse_perftest_json if text.lstrip().startswith("{") else perftest.parse_perftest_text
-    if "#bytes" not in text and '"results"' not in text and "results:" not in text:
+    if "#bytes" not in text:
         with pytest.raises(ParseError) as info:
-            parse(text, path.name)
-        assert info.value.field in ("result header", "results") and path.name in str(info.value)
+            perftest.parse_perftest_text(text, path.name)
+        assert info.value.field == "result header" and path.name in str(info.value)
         return
-    result = parse(text, path.name)
+    result = perftest.parse_perftest_text(text, path.name)
     assert result.rows and result.row.bw_average_bytes > 0
     assert result.info.mtu in (256, 512, 1024, 2048, 4096) and result.info.link_type == "Ethernet"
     assert result.info.gid_index is not None and result.info.device

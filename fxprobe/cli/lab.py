@@ -15,11 +15,6 @@ name_option = click.option("--lab", "name", default="default", metavar="NAME", e
                            help="Lab name (several labs can run side by side).")
 
 
-def _done(app: App, command: str, results: dict, human: list[str]) -> int:
-    run = app.new_run(command)
-    return finish(app, run, command, results, human, Outcome.PASS)
-
-
 @click.group()
 def lab():
     """A miniature NVMe-oF deployment: an array guest and host guests under QEMU (or --native)."""

@@ -15,7 +15,7 @@ import click
 from pydantic import Field
 
 from fxprobe.core import units
-from fxprobe.core.schema import (Fraction, NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat, PositiveInt,
+from fxprobe.core.schema import (NonNegativeFloat, NonNegativeInt, Percent, PositiveFloat, PositiveInt,
                                  check_value)
 
 
@@ -44,7 +44,6 @@ def number(kind: type = float, *, name: str | None = None, **bounds: float) -> S
 POSITIVE_FLOAT = SchemaNumber(PositiveFloat, "number > 0")
 NON_NEGATIVE_FLOAT = SchemaNumber(NonNegativeFloat, "number >= 0")
 PERCENT = SchemaNumber(Percent, "percent 0-100")
-FRACTION = SchemaNumber(Fraction, "fraction 0-1")
 POSITIVE_INT = SchemaNumber(PositiveInt, "integer >= 1")
 NON_NEGATIVE_INT = SchemaNumber(NonNegativeInt, "integer >= 0")
 PORT = number(int, ge=1, le=65535, name="port 1-65535")

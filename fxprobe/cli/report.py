@@ -11,7 +11,8 @@ from fxprobe.cli.app import finish, pass_app
 from fxprobe.cli.options import SeveralValues
 from fxprobe.report.build import build_report
 from fxprobe.core.errors import BadInput
-from fxprobe.report.bundle import bundle_around, verify_bundle
+from fxprobe.core.manifest import bundle_around
+from fxprobe.report.bundle import verify_bundle
 from fxprobe.report.signing import generate_keypair
 from fxprobe.core.verdict import Outcome
 

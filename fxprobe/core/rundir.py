@@ -283,11 +283,6 @@ class RunDir:
         validate(ResultsEnvelope, data, str(path))
         return data
 
-    def verify_manifest(self) -> list[str]:
-        """Each file whose hash differs from the manifest, or that appeared/vanished, one line each."""
-        manifest = json.loads((self.path / MANIFEST).read_text())
-        return compare_manifest(self.path, manifest["files"], self._unlisted)
-
     def integrity(self) -> list[str]:
         """What differs between the folder and its manifest.json, one line each ([]: intact). Read before a
         folder is evidence (gates, report): a finished run always wrote one, so a missing or unreadable manifest

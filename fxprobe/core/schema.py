@@ -45,10 +45,8 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Percent = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False, description="percent, 0-100")]
-Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False, description="fraction, 0-1")]
 PositiveInt = Annotated[int, Field(ge=1, description="whole number >= 1")]
 NonNegativeInt = Annotated[int, Field(ge=0, description="whole number >= 0")]
-Count = PositiveInt
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, description="seconds, > 0")]
 NonNegativeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False, description="seconds, >= 0")]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
@@ -86,7 +84,6 @@ ByteSize = Annotated[int, BeforeValidator(size_bytes), Field(ge=1),
                                                {"type": "string", "pattern": _SIZE_PATTERN}],
                                      "description": "bytes, or a number with K, M, G, KiB.. (binary) "
                                                     "or kB, MB, GB (decimal)"})]
-
 
 
 def finite_number(value: Any) -> int | float:
@@ -262,14 +259,6 @@ def check_value(annotation: Any, value: Any, *, strict: bool | None = None) -> A
         raise ValueError(_problem(exc.errors(include_url=False)[0], [])) from None
 
 
-def validate_value(annotation: Any, value: Any, source: str, *, strict: bool | None = None) -> Any:
-    """One value checked against a type such as ``PositiveInt`` (an option, a ``--set`` override)."""
-    try:
-        return check_value(annotation, value, strict=strict)
-    except ValueError as exc:
-        raise BadInput(f"{source}: {exc}") from None
-
-
 def load_toml_model(path: Path | str, model: type[M], what: str) -> M:
     """A TOML file (``what``: "profile file", "gates file"...) validated against ``model``."""
     return validate(model, read_toml(path, what), str(path))
@@ -301,15 +290,6 @@ def read_jsonl(path: Path | str, what: str) -> list[Any]:
     text = read_text(path, what)
     return [parse_json(line, f"{path}: line {number}")
             for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-
-
-def load_json_model(path: Path | str, model: type[M], what: str) -> M:
-    return validate(model, read_json(path, what), str(path))
-
-
-def load_jsonl_models(path: Path | str, model: type[M], what: str) -> list[M]:
-    return [validate(model, record, f"{path}: line {number}")
-            for number, record in enumerate(read_jsonl(path, what), 1)]
 
 
 # --------------------------------------------------------------------------- versions and export

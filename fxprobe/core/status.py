@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Callable, Protocol
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,6 @@ class Snapshot:
         return (sum(bw) if bw else None, sum(iops) if iops else None, max(p99) if p99 else None)
 
 
-class Sink(Protocol):
-    def update(self, snapshot: Snapshot, event: Event | None) -> None: ...
-
-    def close(self, snapshot: Snapshot) -> None: ...
-
-
 class Status:
     """The one observer of a command's progress (thread-safe: feeds come from reader threads)."""
 
@@ -119,10 +113,6 @@ class Status:
     def snapshot(self) -> Snapshot:
         with self._lock:
             return self._snap
-
-    def add_sink(self, sink) -> None:
-        with self._lock:
-            self.sinks.append(sink)
 
     # -- feeds ---------------------------------------------------------------------
     def phase(self, name: str, planned_s: float | None = None, done_s: float | None = None,

@@ -325,11 +325,6 @@ def block_by_serial(serial: str) -> str | None:
     return SystemView(sysfs.ROOT).disk_by_serial(serial)
 
 
-def root_device_names() -> set[str]:
-    """Block devices under / (the root filesystem's device, its disk and the disks below md/dm)."""
-    return SystemView(sysfs.ROOT).root_devices()
-
-
 def local_md_arrays() -> list[dict]:
     from fxprobe.tools.mdadm import read_mdstat
     return [a.to_dict() for a in read_mdstat()]

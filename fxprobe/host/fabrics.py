@@ -148,11 +148,6 @@ def _sys_controller(nqn: str, transport: str, traddr: str, trsvcid: str):
     return None
 
 
-def _controller_for(nqn: str, transport: str, traddr: str, trsvcid: str) -> str | None:
-    ctrl = _sys_controller(nqn, transport, traddr, trsvcid)
-    return ctrl.name if ctrl else None
-
-
 def _connect_one(runner: Runner, transport: str, path: PathSpec, nqn: str,
                  options: ConnectOptions, host: Host) -> nvme.ConnectResult:
     result = nvme.run_connect(runner, host=host, timeout=90, transport=transport, traddr=path.traddr,

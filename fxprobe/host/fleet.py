@@ -193,13 +193,3 @@ def expected_input(expected) -> str:
     return "".join(f"{e.slot} {e.serial}\n" if e.slot else f"{e.serial}\n" for e in expected)
 
 
-def sub_runs(path: Path, results: dict) -> list[tuple[str, Path]] | None:
-    """(node, folder) of each sub-run of a fleet run folder, or None when ``results`` is not a fleet run's."""
-    nodes = results.get("nodes")
-    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, dict) for n in nodes):
-        return None
-    found = []
-    for entry in nodes:
-        if isinstance(entry.get("run_dir"), str):
-            found.append((str(entry.get("node")), path / entry["run_dir"]))
-    return found

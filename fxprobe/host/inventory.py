@@ -94,8 +94,7 @@ def collect(runner: Runner, smart: bool = True) -> Inventory:
         inv.notes.append("udev has no NVMe block devices (udevd not running?): block-device identities from sysfs only")
     cli_ctrls = {c.name: c for s in cli for c in s.controllers}
     for sub in sys_subs:
-        inv.subsystems.append({**sub.to_dict(),
-                               "cli_iopolicy": next((s.iopolicy for s in cli if s.name == sub.name), None)})
+        inv.subsystems.append(sub.to_dict())
     for ctrl in sys_ctrls:
         entry = ctrl.to_dict()
         if ctrl.name in cli_ctrls:

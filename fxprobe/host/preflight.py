@@ -1,4 +1,4 @@
-"""The reproducibility log a third party needs (domain.md, audit checklist).
+"""The reproducibility log a third party needs to repeat a run (README, "environment.json").
 
 Every item is either filled (with its source) or listed as missing with a reason;
 every hidden knob that can bias a result becomes a warning with the fix.

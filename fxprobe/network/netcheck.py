@@ -15,7 +15,7 @@ from fxprobe.core.errors import BadInput
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.network.roce import netdev_mtu_for_roce
 from fxprobe.tools import netdev
-from fxprobe.tools.netdev import Gid, Interface, RdmaPort, rdma_ports_for, read_interfaces  # noqa: F401 (re-exported)
+from fxprobe.tools.netdev import Interface, read_interfaces
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 

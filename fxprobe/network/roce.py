@@ -1,6 +1,6 @@
 """RoCEv2 arithmetic: per-packet overhead, payload ceiling per MTU, line and protocol efficiency, MTU rules.
 
-Facts (formats.md): on the wire each RoCEv2 packet carries preamble+SFD 8, IFG 12,
+Facts (IEEE 802.3 framing; InfiniBand Annex A16/A17 for RoCE): on the wire each RoCEv2 packet carries preamble+SFD 8, IFG 12,
 Ethernet 14, FCS 4, IPv4 20 (IPv6 40), UDP 8, BTH 12, ICRC 4 = 82 bytes besides the
 payload; +4 AETH on first/last/only RDMA READ response packets, +4 per VLAN tag.
 Kernel ``iboe_get_mtu``: the RoCE MTU is the largest IB MTU that fits in
@@ -9,9 +9,7 @@ netdev MTU - (GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4 = 96).
 
 from __future__ import annotations
 
-import re
-
-from fxprobe.core.errors import BadInput, ParseError
+from fxprobe.core.errors import BadInput
 
 PREAMBLE_SFD = 8
 INTERFRAME_GAP = 12
@@ -75,19 +73,3 @@ def netdev_mtu_for_roce(roce_mtu: int) -> int:
     return _check_mtu(roce_mtu) + IBOE_MTU_OVERHEAD
 
 
-def active_roce_mtu(netdev_mtu: int) -> int | None:
-    """The RoCE MTU the kernel activates on a netdev of this MTU (iboe_get_mtu); None below 256."""
-    room = netdev_mtu - IBOE_MTU_OVERHEAD
-    fitting = [m for m in IB_MTUS if m <= room]
-    return fitting[-1] if fitting else None
-
-
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
-
-
-def parse_port_rate(text: str, source: str = "rate") -> float:
-    """sysfs ``/sys/class/infiniband/<dev>/ports/<n>/rate`` ("100 Gb/sec (4X EDR)") -> bit/s."""
-    match = _RATE.match(text if isinstance(text, str) else "")
-    if not match:
-        raise ParseError(source, "rate", f"expected '<N> Gb/sec', got {str(text).strip()[:40]!r}")
-    return float(match.group(1)) * 1e9

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxprobe.core import manifest as manifests
-from fxprobe.core.manifest import bundle_around, is_bundle  # noqa: F401  (re-exported)
 from fxprobe.core.errors import BadInput
 from fxprobe.core.rundir import RunDir, utc_stamp
 from fxprobe.core.verdict import Outcome

@@ -15,8 +15,7 @@ from typing import Sequence
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
-from fxprobe.core.runner import Background, Runner
-from fxprobe.tools.probe import parse_major_minor, probe_version
+from fxprobe.core.runner import Runner
 from fxprobe.tools.fields import Fields, load_json, text
 
 DEFAULT_PORT = 5201
@@ -142,13 +141,6 @@ def iperf3_client_argv(server: str, *, port: int = DEFAULT_PORT, duration: float
     return argv + list(extra)
 
 
-def start_iperf3_server(runner: Runner, *, host: Host = LOCAL, port: int = DEFAULT_PORT,
-                        bind: str | None = None, one_off: bool = True) -> Background:
-    """Start ``iperf3 --server --json`` (one client by default). Stop it with ``.stop()``."""
-    return runner.start(iperf3_server_argv(port=port, bind=bind, one_off=one_off), host=host,
-                        label="iperf3-server")
-
-
 def _refused(result) -> bool:
     return "Connection refused" in result.stdout or "Connection refused" in result.stderr
 
@@ -178,10 +170,3 @@ VERSION_ARGV = ("iperf3", "--version")
 VERSION_PATTERN = r"iperf (?P<version>(?P<major>\d+)\.(?P<minor>\d+)\S*)"     # also what `fxprobe doctor` prints
 
 
-def parse_iperf3_version(output: str, source: str = "iperf3 --version") -> tuple[int, int]:
-    return parse_major_minor(output, source, VERSION_PATTERN, "iperf X.Y")
-
-
-def probe_iperf3(runner: Runner, host: Host = LOCAL) -> str | None:
-    """None when iperf3 runs on host; else the reason."""
-    return probe_version(runner, VERSION_ARGV, parse_iperf3_version, host=host, label="iperf3-version")[1]

@@ -10,7 +10,7 @@ never by /dev name.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from fxprobe.core.errors import ParseError, ToolError
@@ -102,42 +102,18 @@ class Controller:
 
 
 @dataclass(frozen=True)
-class SubsystemPath:
-    """One controller of a subsystem as list-subsys shows it (a path in multipath terms)."""
-
-    name: str
-    transport: str
-    address: str
-    state: str
-    ana_state: str = ""
-
-    @property
-    def address_fields(self) -> dict[str, str]:
-        return parse_address(self.address)
-
-    def to_dict(self) -> dict:
-        return {**_dict(self), "address_fields": self.address_fields}
-
-
-@dataclass(frozen=True)
 class Subsystem:
     name: str
     nqn: str
     host_nqn: str = ""
     host_id: str = ""
-    iopolicy: str = ""
     controllers: tuple[Controller, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
-    paths: tuple[SubsystemPath, ...] = ()
-
-    def live_paths(self) -> tuple[SubsystemPath, ...]:
-        return tuple(p for p in self.paths if p.state == "live")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "nqn": self.nqn, "host_nqn": self.host_nqn, "host_id": self.host_id,
-                "iopolicy": self.iopolicy, "controllers": [c.to_dict() for c in self.controllers],
-                "namespaces": [n.to_dict() for n in self.namespaces],
-                "paths": [p.to_dict() for p in self.paths]}
+                "controllers": [c.to_dict() for c in self.controllers],
+                "namespaces": [n.to_dict() for n in self.namespaces]}
 
 
 def parse_address(address: str) -> dict[str, str]:
@@ -181,40 +157,6 @@ def parse_list_verbose(output: str, source: str = "nvme list -v") -> tuple[Subsy
         else:                            # 1.x
             subsystems.append(_verbose_subsystem(entry, "", ""))
     return tuple(subsystems)
-
-
-# -- list-subsys -------------------------------------------------------------
-def _subsys_path(raw, source: str, where: str) -> SubsystemPath:
-    f = Fields(raw, source, where)
-    return SubsystemPath(name=f.need("Name"), transport=f.text("Transport"), address=f.text("Address"),
-                         state=f.text("State"), ana_state=f.text("ANAState"))
-
-
-def _subsystems_array(host: Fields, host_nqn: str, host_id: str, *, required: bool) -> list[Subsystem]:
-    """Handles nvme-cli 1.x's quirk: each subsystem's Paths come as a separate array element after it."""
-    result: list[Subsystem] = []
-    for sub in host.each("Subsystems", Fields, required=required):
-        paths = sub.each("Paths", _subsys_path)
-        if "Name" not in sub.data and "NQN" not in sub.data:
-            if not result:
-                raise ParseError(sub.source, sub.where, "paths before any subsystem")
-            last = result.pop()
-            result.append(Subsystem(last.name, last.nqn, last.host_nqn, last.host_id, last.iopolicy,
-                                    paths=last.paths + paths))
-            continue
-        result.append(Subsystem(name=sub.need("Name"), nqn=sub.text("NQN"), host_nqn=host_nqn, host_id=host_id,
-                                iopolicy=sub.text("IOPolicy"), paths=paths))
-    return result
-
-
-def parse_list_subsys(output: str, source: str = "nvme list-subsys") -> tuple[Subsystem, ...]:
-    """``nvme list-subsys -o json``: 2.x top-level array of hosts; 1.x ``{"Subsystems": [...]}``."""
-    data = load_json(output, source)
-    if isinstance(data, list):
-        hosts = [Fields(raw, source, f"[{i}]") for i, raw in enumerate(data)]
-        return tuple(sub for host in hosts
-                     for sub in _subsystems_array(host, host.text("HostNQN"), host.text("HostID"), required=False))
-    return tuple(_subsystems_array(Fields(data, source), "", "", required=True))
 
 
 # -- discover -------------------------------------------------------------------
@@ -271,7 +213,7 @@ def _discovery_record(raw, source: str, where: str) -> DiscoveryRecord:
                            **{key: f.text(key) for key in _DISCOVERY_TEXT})
 
 
-# -- smart-log / id-ctrl ------------------------------------------------------
+# -- smart-log ----------------------------------------------------------------
 @dataclass(frozen=True)
 class SmartLog:
     critical_warning: int
@@ -337,36 +279,6 @@ def parse_smart_log(output: str, source: str = "nvme smart-log") -> SmartLog:
     values.update({key: value(key, False) for key in _SMART_COUNTERS})
     values["temperature_k"] = values.pop("temperature")
     return SmartLog(**values)
-
-
-@dataclass(frozen=True)
-class IdCtrl:
-    vid: int | None
-    serial: str
-    model: str
-    firmware: str
-    nn: int | None
-    subnqn: str
-    cntlid: int | None
-    ver: int | None
-    raw: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def version(self) -> str:
-        """NVMe version from ``ver`` (0x00010400 -> '1.4.0'); '' when the controller reports 0."""
-        if not self.ver:
-            return ""
-        return f"{self.ver >> 16}.{(self.ver >> 8) & 0xff}.{self.ver & 0xff}"
-
-    def to_dict(self) -> dict:
-        return {k: v for k, v in _dict(self).items() if k != "raw"} | {"version": self.version}
-
-
-def parse_id_ctrl(output: str, source: str = "nvme id-ctrl") -> IdCtrl:
-    """``nvme id-ctrl -o json``: sn/mn/fr are space padded (stripped here)."""
-    f = Fields(load_json(output, source), source)
-    return IdCtrl(vid=f.int("vid"), serial=f.need("sn"), model=f.need("mn"), firmware=f.text("fr"), nn=f.int("nn"),
-                  subnqn=f.text("subnqn"), cntlid=f.int("cntlid"), ver=f.int("ver"), raw=f.data)
 
 
 # -- connect / disconnect --------------------------------------------------------

@@ -1,4 +1,4 @@
-"""perftest adapter (ib_read_bw / ib_write_bw): text report and --out_json, units normalized exactly.
+"""perftest adapter (ib_read_bw / ib_write_bw): text report, units normalized exactly.
 
 Formats: linux-rdma/perftest src/perftest_parameters.[ch], man/perftest.1.
 ``MB/sec`` is MiB/s (2^20 bytes/s, format_factor 0x100000); ``Gb/sec`` (--report_gbits)
@@ -7,7 +7,6 @@ is 10^9 bit/s. Under ``-D`` perftest prints ``BW peak`` as 0.00: use the average
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
@@ -16,8 +15,8 @@ from fxprobe.core.data import AsDict
 from fxprobe.core.errors import ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Runner
-from fxprobe.tools.probe import probe_command, probe_version
-from fxprobe.tools.fields import get, integer, number, obj, text
+from fxprobe.tools.probe import probe_command
+from fxprobe.tools.fields import integer, number
 
 MIB = 1 << 20
 UNIT_MIB = "MB/sec"     # perftest's "MB/sec" = MiB/s
@@ -236,60 +235,6 @@ def parse_perftest_text(output: str, source: str = "ib_read_bw") -> PerftestResu
     return PerftestResult(source, _info(title, pairs, source), tuple(rows), tuple(warnings))
 
 
-# -- --out_json ----------------------------------------------------------------
-_UNQUOTED_KEY = re.compile(r'([{,]\s*)([A-Za-z_][\w.\-]*)\s*:')
-_UNQUOTED_VALUE = re.compile(r'(:\s*)([A-Za-z][^,\n\r}\]"]*?)(\s*[,\n\r}\]])')
-_TRAILING_COMMA = re.compile(r',(\s*[}\]])')
-
-
-def _repair_old_json(text_: str) -> str:
-    """Old perftest builds wrote unquoted keys (and words) and trailing commas."""
-    repaired = _UNQUOTED_KEY.sub(r'\1"\2":', text_)
-    repaired = _UNQUOTED_VALUE.sub(lambda m: f'{m.group(1)}"{m.group(2).strip()}"{m.group(3)}', repaired)
-    return _TRAILING_COMMA.sub(r"\1", repaired)
-
-
-def parse_perftest_json(output: str, source: str = "perftest_out.json", *,
-                        unit: str | None = None) -> PerftestResult:
-    """Parse ``--out_json`` output. The JSON carries no unit: pass ``unit`` (Gb/sec when the run had
-    --report_gbits); else a ``report_unit``/``BW_unit`` field is used, or MB/sec (MiB/s)."""
-    if not isinstance(output, str):
-        raise ParseError(source, "json", "expected text")
-    start = output.find("{")
-    if start < 0:
-        raise ParseError(source, "json", "no JSON object in the output")
-    body = output[start:]
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        try:
-            data = json.loads(_repair_old_json(body))
-        except (ValueError, RecursionError) as exc:
-            raise ParseError(source, "json", f"invalid JSON (also after repairing the old format): {str(exc)[:100]}") from None
-    data = obj(data, source, "(top level)")
-    info_raw = obj(get(data, "test_info", source, "test_info"), source, "test_info")
-    results = data.get("results")
-    if results is None:
-        raise ParseError(source, "results", "missing: the test printed no result")
-    result_list = results if isinstance(results, list) else [results]
-    unit = unit or str(info_raw.get("report_unit") or info_raw.get("BW_unit") or UNIT_MIB)
-    if unit not in (UNIT_MIB, UNIT_GBIT):
-        raise ParseError(source, "report_unit", f"unknown unit {unit!r}")
-    rows = []
-    for i, raw in enumerate(result_list):
-        where = f"results[{i}]" if isinstance(results, list) else "results"
-        raw = obj(raw, source, where)
-        values = {key: get(raw, name, source, f"{where}.{name}") for key, name in
-                  (("size", "MsgSize"), ("iterations", "n_iterations"), ("peak", "BW_peak"),
-                   ("average", "BW_average"), ("rate", "MsgRate"))}
-        rows.append(_make_row(values, unit, source, where))
-    if not rows:
-        raise ParseError(source, "results", "empty: the test printed no result")
-    title = info_raw.get("test")
-    return PerftestResult(source, _info(text(title, source, "test_info.test") if title is not None else "",
-                                        info_raw, source), tuple(rows))
-
-
 # -- running ---------------------------------------------------------------
 def perftest_argv(test: str = "ib_read_bw", server: str | None = None, *, device: str | None = None,
                   gid_index: int | None = None, size: int | None = None, qps: int | None = None,
@@ -329,18 +274,6 @@ def run_bw_client(runner: Runner, server: str, *, timeout: float, host: Host = L
 
 
 VERSION_PATTERN = r"Version:\s*(?P<version>\S+)"     # `TEST --version`; also what `fxprobe doctor` prints
-
-
-def parse_perftest_version(output: str, source: str = "perftest --version") -> str:
-    match = re.search(VERSION_PATTERN, output if isinstance(output, str) else "")
-    if not match:
-        raise ParseError(source, "Version", f"no 'Version: X' in {str(output).strip()[:60]!r}")
-    return match.group("version")
-
-
-def probe_perftest(runner: Runner, host: Host = LOCAL, test: str = "ib_read_bw") -> str | None:
-    """None when the perftest binary runs on host; else the reason."""
-    return probe_version(runner, [test, "--version"], parse_perftest_version, host=host, label=f"{test}-version")[1]
 
 
 def probe_rdma_device(runner: Runner, host: Host = LOCAL) -> str | None:

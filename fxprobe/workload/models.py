@@ -1,7 +1,7 @@
 """Built-in model geometry: what a KV-cache chunk weighs for a model a user names.
 
 Bytes per chunk per tensor-parallel rank = 2 * L * T * H_kv_rank * D * dtype_bytes,
-H_kv_rank = max(1, H_kv / TP) (LMCache ``MemoryFormat.KV_2LTD``; see shared/kv-patterns.md).
+H_kv_rank = max(1, H_kv / TP) (LMCache ``MemoryFormat.KV_2LTD``: K and V, L layers, T tokens per chunk, D the head size).
 """
 
 from __future__ import annotations
