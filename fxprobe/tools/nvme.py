@@ -1,4 +1,4 @@
-"""nvme-cli adapter: list, list -v, list-subsys, discover, id-ctrl, smart-log, connect/disconnect.
+"""nvme-cli adapter: list, list -v, discover, smart-log, connect/disconnect.
 
 Formats: linux-nvme/nvme-cli nvme-print-json.c (2.x) and nvme-print.c (1.x).
 Both shapes are accepted. Numbers may arrive as strings (128-bit counters in 2.3,
