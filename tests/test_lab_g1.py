@@ -143,6 +143,11 @@ def test_preflight_in_a_guest_fills_or_explains_every_item(lab):
     assert EXPECTED <= set(env["items"]) | missing
     assert env["items"]["rdma_devices"] and env["items"]["nvme_controllers"]
     assert {n["name"] for n in env["items"]["nics"]} == {"l1", "l2"}
+    # the guest's own dpkg judges the tools it runs (the host's Debian userland): packaged, unchanged, no warning
+    origins = env["items"]["tool_origins"]
+    assert {origins[t]["state"] for t in ("fio", "nvme-cli", "perftest", "iproute2")} == {"packaged, unchanged"}, origins
+    assert (origins["fio"]["package"], origins["iproute2"]["package"]) == ("fio", "iproute2")
+    assert not [w for w in env["warnings"] if w["knob"] == "tool_origin"]
 
 
 def test_bad_input_leaves_nothing_half_connected(lab):

@@ -3,7 +3,7 @@ import json
 from fxprobe.cli.main import main
 
 EXPECTED = {"kernel", "distro", "cpu", "memory", "numa", "cpu_governor", "cstates", "nics", "rdma_devices",
-            "nvme_controllers", "gpus", "tools", "page_cache", "write_cache", "clock", "sensors"}
+            "nvme_controllers", "gpus", "tools", "tool_origins", "page_cache", "write_cache", "clock", "sensors"}
 
 
 def test_preflight_fills_or_explains_every_item(tmp_path, capsys):

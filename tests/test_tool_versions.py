@@ -7,9 +7,9 @@ import os
 
 from fxprobe.core.runner import Runner
 from fxprobe.host import environment, preflight
-from fxprobe.host.doctor import ToolProbe, probe_tool
+from fxprobe.host.doctor import ToolProbe, probe_tool, with_origins
 from fxprobe.host.tool_versions import ToolVersionCache
-from fxprobe.tools import fio
+from fxprobe.tools import dpkg, fio
 
 
 def tool(tmp_path, version: str):
@@ -75,3 +75,24 @@ def test_the_environment_log_says_when_each_version_was_read(tmp_path, monkeypat
         assert environment.snapshot()["items"]["tool_versions_read"]["cache"] == read["cache"]
     finally:
         environment._collected.cache_clear()
+
+
+def test_a_binary_s_origin_is_kept_beside_its_version_and_asked_again_when_the_binary_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    probe = tool(tmp_path, "3.33")
+    cache_file = tmp_path / "cache" / "tool-versions.json"
+
+    def origin():        # as one command's environment log does
+        cache = ToolVersionCache(cache_file)
+        cap, = with_origins(Runner(None), [probe_tool(Runner(None), probe, cache)], cache)
+        cache.save()
+        return cap.origin
+
+    first = origin()
+    assert first.state == dpkg.UNPACKAGED and first.path == str(tmp_path / "bin" / "fakefio")
+    assert json.loads(cache_file.read_text())["versions"]["fio"]["origin"]["sha256"] == first.sha256
+    assert origin() == first and asked(tmp_path) == 1      # neither the version nor the origin asked again
+    with open(tmp_path / "bin" / "fakefio", "a") as script:
+        script.write("# changed\n")
+    again = origin()
+    assert asked(tmp_path) == 2 and again.sha256 != first.sha256

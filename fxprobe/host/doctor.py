@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fxprobe.core.data import AsDict
 from fxprobe.core import kernel, sysfs
 from fxprobe.core.rundir import utc_stamp
-from fxprobe.core.runner import Runner, install_hint
+from fxprobe.core.runner import PACKAGE_OF, Runner, install_hint
 from fxprobe.host.tool_versions import CachedVersion, ToolVersionCache, binary_identity
 from fxprobe.tools import fio, iperf3, nvme, perftest
+from fxprobe.tools.dpkg import ToolOrigin, tool_origins
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Capability(AsDict):
     version: str = ""
     reason: str = ""   # why missing (or a note when present)
     fix: str = ""      # the command that fixes it
+    path: str = ""     # a tool: where PATH found it
+    origin: ToolOrigin | None = None   # a tool: the file that runs, and whether a package installed it unchanged
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,25 @@ def probe_tool(runner: Runner, probe: ToolProbe, cache: ToolVersionCache | None 
             cache.put(probe.name, cached)
     if read is not None:
         read[probe.name] = cached.read
+    origin = ToolOrigin(**cached.origin) if cached.origin else None
     match = re.search(probe.pattern, cached.output)
     if not match:
-        return Capability(probe.name, "tool", True, reason=f"version not recognised in `{' '.join(probe.argv)}` output")
-    return Capability(probe.name, "tool", True, version=match.group("version").rstrip(","))
+        return Capability(probe.name, "tool", True, reason=f"version not recognised in `{' '.join(probe.argv)}` output",
+                          path=found, origin=origin)
+    return Capability(probe.name, "tool", True, version=match.group("version").rstrip(","), path=found, origin=origin)
+
+
+def with_origins(runner: Runner, caps: list[Capability], cache: ToolVersionCache | None = None) -> list[Capability]:
+    """``caps`` with each found tool's origin (tools.dpkg): the cache's while the binary is unchanged, else asked
+    of dpkg for all of them at once, and kept in the cache beside the version."""
+    ask = {c.name: c.path for c in caps if c.kind == "tool" and c.path and c.origin is None}
+    found = tool_origins(runner, ask, {name: PACKAGE_OF.get(os.path.basename(path), "") for name, path in ask.items()})
+    if cache is not None:
+        for name, origin in found.items():
+            entry = cache.file.versions.get(name)
+            if entry is not None and entry.binary == binary_identity(ask[name]):
+                cache.put(name, entry.model_copy(update={"origin": origin.to_dict()}))
+    return [replace(c, origin=found[c.name]) if c.name in found else c for c in caps]
 
 
 def _modules_available() -> bool:
@@ -139,7 +157,7 @@ def lab_capabilities(runner: Runner) -> list[Capability]:
 
 
 def collect(runner: Runner) -> list[Capability]:
-    caps = [probe_tool(runner, probe) for probe in TOOL_PROBES]
+    caps = with_origins(runner, [probe_tool(runner, probe) for probe in TOOL_PROBES])
     caps += kernel_capabilities()
     caps += lab_capabilities(runner)
     return caps
@@ -155,5 +173,7 @@ def table(caps: list[Capability]) -> list[str]:
             detail += f" ({c.reason})"
         if not c.present and c.fix:
             detail += f"; fix: {c.fix}"
+        if c.origin is not None and not c.origin.trusted:
+            detail += f"; {c.origin.text()}"
         lines.append(f"{c.name:{width}}  {c.kind:6}  {status:7}  {detail}")
     return lines

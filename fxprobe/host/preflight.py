@@ -15,11 +15,12 @@ import psutil
 from fxprobe.core.data import AsDict
 from fxprobe.core.kernel import BLOCK_CLASS, NVME_CLASS, RDMA_CLASS
 from fxprobe.core.clock import clock_state
-from fxprobe.host.doctor import TOOL_PROBES, probe_tool
+from fxprobe.host.doctor import TOOL_PROBES, probe_tool, with_origins
 from fxprobe.host.tool_versions import RULE, ToolVersionCache
 from fxprobe.core.errors import NotRunnable
 from fxprobe.core.runner import Runner
 from fxprobe.tools import sysinfo
+from fxprobe.tools.dpkg import CHANGED, UNPACKAGED
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,23 @@ def collect(runner: Runner, interfaces: list[str] | None = None, tool_cache: Too
     pf.put("rdma_devices", sysinfo.rdma_devices(), f"no RDMA device in {RDMA_CLASS}")
     pf.put("nvme_controllers", sysinfo.nvme_controllers(), f"no NVMe controller in {NVME_CLASS}")
     pf.put("gpus", sysinfo.gpus(), f"no GPU under {sysinfo.DRM_CLASS} (GPU, driver and power management not recorded)")
-    tools, read = {}, {}
-    for probe in TOOL_PROBES:
-        cap = probe_tool(runner, probe, tool_cache, read)
+    tools, origins, read = {}, {}, {}
+    for cap in with_origins(runner, [probe_tool(runner, probe, tool_cache, read) for probe in TOOL_PROBES], tool_cache):
         if cap.present and cap.version:
             tools[cap.name] = cap.version
         else:
             pf.missing[f"tool:{cap.name}"] = cap.reason
+        if cap.origin is not None:
+            origins[cap.name] = cap.origin.to_dict()
+            if cap.origin.state in (CHANGED, UNPACKAGED):
+                pf.warnings.append(KnobWarning(
+                    "tool_origin", f"{cap.name}: {cap.origin.text()}",
+                    "a program no package installed, or one changed since, can print any figure: what it measured "
+                    "cannot be traced to a release anyone can check",
+                    f"apt-get install --reinstall {cap.origin.package}" if cap.origin.package else
+                    f"run the distribution's {cap.name} (remove {cap.origin.path} from PATH, or install the package)"))
     pf.put("tools", tools)
+    pf.put("tool_origins", origins)
     if tool_cache is not None:
         tool_cache.save()
         pf.put("tool_versions_read", {"cache": str(tool_cache.path), "rule": RULE, "read": read})

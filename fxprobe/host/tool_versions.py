@@ -31,6 +31,7 @@ class CachedVersion(BaseModel):
     binary: list[str | int]     # resolved path, st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
     output: str                 # what the binary answered (stdout + stderr)
     read: str                   # UTC stamp
+    origin: dict | None = None  # tools.dpkg.ToolOrigin of the same binary (None: written before origins were kept)
 
 
 class CacheFile(BaseModel):

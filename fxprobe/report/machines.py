@@ -15,6 +15,7 @@ from fxprobe.core.verdict import format_number
 from fxprobe.host.selftest import natural_key
 from fxprobe.report.collect import RunView
 from fxprobe.report.evidence import Link, href
+from fxprobe.tools.dpkg import PACKAGED
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,11 @@ def describe(items: dict) -> list[tuple[str, str]]:
             out.append((key.replace("_", " "), "; ".join(_text(d) for d in items[key])))
     if items.get("tools"):
         out.append(("tools", _text(items["tools"])))
+    origins = {n: o for n, o in (items.get("tool_origins") or {}).items() if isinstance(o, dict)}
+    if origins:
+        odd = [f"{n}: {o.get('path')} {o.get('state')}" for n, o in origins.items() if o.get("state") != PACKAGED]
+        out.append(("tool origins", f"{len(origins) - len(odd)} of {len(origins)} {PACKAGED} (md5 against dpkg's "
+                                    f"record of the package)" + "".join(f"; {line}" for line in odd)))
     if isinstance(items.get("clock"), dict):
         out.append(("clock", "synchronized" if items["clock"].get("synchronized") else "NOT synchronized"))
     return out

@@ -1,0 +1,188 @@
+"""dpkg adapter: which Debian package installed a program, and is the file still the one it installed.
+
+A figure is only as good as the program that printed it: a wrapped tool that no package installed, or that was
+changed after its package installed it, can print anything. dpkg answers both questions from its own records:
+
+- ``dpkg-query --search PATH`` prints ``PACKAGE[, PACKAGE...]: PATH`` (``PACKAGE:ARCH`` for a multi-arch one,
+  ``diversion by ...`` lines for a diverted file), and ``dpkg-query: no path found matching pattern PATH`` on
+  stderr with exit code 1 when no package owns the path;
+- ``ADMINDIR/info/PACKAGE[:ARCH].md5sums`` holds ``MD5  relative/path`` for every regular file the package
+  installed (what ``dpkg --verify`` compares with);
+- ``dpkg-query --show --showformat '${Version}' PACKAGE`` prints the installed version.
+
+On a merged-/usr system (Debian 12) ``/usr/bin/ip`` is the file the package lists as ``/bin/ip``: both names are
+asked.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxprobe.core.data import AsDict
+from fxprobe.core.errors import NotRunnable, ParseError
+from fxprobe.core.runner import Runner
+
+ADMINDIR = Path("/var/lib/dpkg")
+MERGED = ("/bin/", "/sbin/", "/lib/", "/lib64/")
+TIMEOUT_S = 20
+
+PACKAGED = "packaged, unchanged"
+CHANGED = "CHANGED since its package installed it"
+UNPACKAGED = "NOT INSTALLED BY A PACKAGE"
+UNCHECKED = "not checked"
+
+
+@dataclass(frozen=True)
+class ToolOrigin(AsDict):
+    """Where a wrapped tool's binary came from: ``state`` is PACKAGED, CHANGED, UNPACKAGED or UNCHECKED."""
+
+    path: str                # the file that runs (symbolic links resolved)
+    sha256: str
+    state: str
+    package: str = ""
+    version: str = ""
+    detail: str = ""         # what was compared (md5 of the file and of the package's record), or why not
+
+    @property
+    def trusted(self) -> bool:
+        return self.state == PACKAGED
+
+    def text(self) -> str:
+        owner = f"{self.package} {self.version}".strip()
+        return f"{self.path}: {self.state}" + (f" ({owner})" if owner else "") + (f"; {self.detail}" if self.detail else "")
+
+
+def merged_names(path: str) -> list[str]:
+    """``path`` and the name the same file has on the other side of the /usr merge."""
+    if path.startswith("/usr/") and path[4:].startswith(MERGED):
+        return [path, path[4:]]
+    if path.startswith(MERGED):
+        return [path, "/usr" + path]
+    return [path]
+
+
+def parse_search(output: str, path: str, source: str = "dpkg-query --search") -> str | None:
+    """The package that owns ``path`` (the first one named), or None; diversion lines are passed over."""
+    if not isinstance(output, str):
+        raise ParseError(source, "output", "expected text")
+    for line in output.splitlines():
+        if line.startswith("diversion by ") or ": " not in line:
+            continue
+        packages, owned = line.split(": ", 1)
+        if owned.strip() == path:
+            return packages.split(",")[0].strip()
+    return None
+
+
+def parse_md5sums(text: str, source: str) -> dict[str, str]:
+    """``MD5  relative/path`` lines -> {"/relative/path": md5}."""
+    sums = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        digest, sep, relative = line.partition("  ")
+        if not sep or len(digest) != 32 or any(c not in "0123456789abcdef" for c in digest):
+            raise ParseError(source, f"line {number}", f"expected 'MD5  path', got {line[:60]!r}")
+        sums["/" + relative.lstrip("/")] = digest
+    return sums
+
+
+def file_digests(path: Path) -> tuple[str, str]:
+    """(md5, sha256) of a file, read once."""
+    md5, sha256 = hashlib.md5(usedforsecurity=False), hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            md5.update(block)
+            sha256.update(block)
+    return md5.hexdigest(), sha256.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def package_md5sums(package: str, admindir: Path = ADMINDIR) -> dict[str, str]:
+    """The package's md5sums ({} when dpkg keeps none for it)."""
+    name = package.split(":")[0]
+    info = admindir / "info"
+    for candidate in [info / f"{package}.md5sums", info / f"{name}.md5sums", *sorted(info.glob(f"{name}:*.md5sums"))]:
+        if candidate.is_file():
+            return parse_md5sums(candidate.read_text(errors="replace"), str(candidate))
+    return {}
+
+
+def _search(runner: Runner, names: list[str], admindir: Path) -> dict[str, str]:
+    """{name: package} for each of ``names`` some package owns: one ``dpkg-query --search`` for all of them (it
+    reads every package's file list once, seconds in an emulated guest); exit code 1 only says one was not found."""
+    result = runner.run(["dpkg-query", f"--admindir={admindir}", "--search", *names], timeout=TIMEOUT_S,
+                        always=True, label="dpkg-search")
+    owners = {}
+    for name in names:
+        package = parse_search(result.stdout, name)
+        if package:
+            owners[name] = package
+    return owners
+
+
+def _versions(runner: Runner, packages: set[str], admindir: Path) -> dict[str, str]:
+    if not packages:
+        return {}
+    result = runner.run(["dpkg-query", f"--admindir={admindir}", "--show", "--showformat", "${Package} ${Version}\n",
+                         *sorted(packages)], timeout=TIMEOUT_S, always=True, label="dpkg-version")
+    return dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+
+
+def _judged(real: Path, md5: str, sha256: str, package: str, version: str, sums: dict[str, str]) -> ToolOrigin:
+    recorded = next((sums[n] for n in merged_names(str(real)) if n in sums), None)
+    if recorded is None:
+        return ToolOrigin(str(real), sha256, UNCHECKED, package, version,
+                          f"{package} keeps no md5 for {real}: the file is not compared")
+    if recorded != md5:
+        return ToolOrigin(str(real), sha256, CHANGED, package, version, f"md5 {md5}, the package's record says {recorded}")
+    return ToolOrigin(str(real), sha256, PACKAGED, package, version, f"md5 {md5} as the package's record")
+
+
+def tool_origins(runner: Runner, found: dict[str, str], expected: dict[str, str] | None = None,
+                 admindir: Path = ADMINDIR) -> dict[str, ToolOrigin]:
+    """Where each program came from, by dpkg's own records: ``found`` maps a tool's name to the path PATH gave,
+    ``expected`` to the package that should have installed it (its md5sums are read first; a file it does not
+    list is searched among all packages, in one call)."""
+    expected = expected or {}
+    out: dict[str, ToolOrigin] = {}
+    files: dict[str, tuple[Path, str, str]] = {}
+    digests: dict[Path, tuple[str, str]] = {}       # one read per file (nvme-cli and libnvme are one binary)
+    for name, path in found.items():
+        real = Path(path).resolve()
+        try:
+            digests[real] = digests.get(real) or file_digests(real)
+        except OSError as exc:
+            out[name] = ToolOrigin(str(real), "", UNCHECKED, detail=f"cannot read {real}: {exc.strerror}")
+            continue
+        files[name] = (real, *digests[real])
+    owners = {}
+    for name, (real, _, _) in files.items():
+        package = expected.get(name)
+        if package and any(n in package_md5sums(package, admindir) for n in merged_names(str(real))):
+            owners[name] = package
+    unknown = [name for name in files if name not in owners]
+    try:
+        if unknown:
+            names = sorted({n for name in unknown for n in merged_names(str(files[name][0]))})
+            searched = _search(runner, names, admindir)
+            for name in unknown:
+                package = next((searched[n] for n in merged_names(str(files[name][0])) if n in searched), None)
+                if package:
+                    owners[name] = package
+        versions = _versions(runner, set(owners.values()), admindir)
+    except NotRunnable:
+        return {**out, **{name: ToolOrigin(str(real), sha256, UNCHECKED,
+                                           detail="no dpkg-query on this host: the origin is not checked")
+                          for name, (real, _, sha256) in files.items()}}
+    for name, (real, md5, sha256) in files.items():
+        package = owners.get(name)
+        if package is None:
+            out[name] = ToolOrigin(str(real), sha256, UNPACKAGED, detail=f"no package in {admindir} lists {real}")
+        else:
+            out[name] = _judged(real, md5, sha256, package, versions.get(package.split(":")[0], ""),
+                                package_md5sums(package, admindir))
+    return out

@@ -1,0 +1,132 @@
+"""Where each wrapped tool came from (tools/dpkg.py): the real dpkg of this machine judges the real fio; a copy of fio
+first on PATH (NOT INSTALLED BY A PACKAGE) and a package record that no longer matches the file (CHANGED) are the
+planted fail twins, and both reach environment.json as a warning that names the file. The copy prints the same
+version: the version alone cannot tell."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fxprobe.core.errors import ParseError
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
+from fxprobe.host import doctor, preflight
+from fxprobe.tools import dpkg
+
+FIO = shutil.which("fio")
+
+
+def installed(package: str) -> str:
+    return subprocess.run(["dpkg-query", "--show", "--showformat", "${Version}", package], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def fio_probe() -> doctor.ToolProbe:
+    return next(p for p in doctor.TOOL_PROBES if p.name == "fio")
+
+
+def test_parse_search_as_dpkg_query_prints_it():
+    # real lines of this machine's dpkg-query --search (Debian 12): a plain owner, a merged-/usr name, a diversion
+    assert dpkg.parse_search("fio: /usr/bin/fio\n", "/usr/bin/fio") == "fio"
+    assert dpkg.parse_search("iproute2: /bin/ip\n", "/bin/ip") == "iproute2"
+    assert dpkg.parse_search("iproute2: /bin/ip\n", "/usr/bin/ip") is None
+    text = "diversion by dash from: /bin/sh\ndiversion by dash to: /bin/sh.distrib\ndash: /bin/sh\n"
+    assert dpkg.parse_search(text, "/bin/sh") == "dash"
+    assert dpkg.parse_search("libc6:amd64, libc6:i386: /usr/share/doc/libc6\n", "/usr/share/doc/libc6") == "libc6:amd64"
+    assert dpkg.merged_names("/usr/sbin/mdadm") == ["/usr/sbin/mdadm", "/sbin/mdadm"]
+    assert dpkg.merged_names("/bin/ip") == ["/bin/ip", "/usr/bin/ip"]
+    assert dpkg.merged_names("/usr/local/bin/fio") == ["/usr/local/bin/fio"]
+
+
+def test_parse_md5sums_of_the_real_fio_package_and_a_bad_line():
+    sums = dpkg.parse_md5sums(Path("/var/lib/dpkg/info/fio.md5sums").read_text(), "fio.md5sums")
+    assert "/usr/bin/fio" in sums and len(sums["/usr/bin/fio"]) == 32
+    with pytest.raises(ParseError) as info:
+        dpkg.parse_md5sums("32ef7ee84907b831e340420a6fde77b2  usr/bin/fio\nnot a line\n", "fio.md5sums")
+    assert info.value.field == "line 2"
+
+
+def test_the_installed_fio_is_packaged_and_unchanged_without_searching_every_package(tmp_path):
+    run = RunDir.create(tmp_path, "origin")
+    runner = Runner(run)
+    origin = dpkg.tool_origins(runner, {"fio": FIO}, {"fio": "fio"})["fio"]
+    assert (origin.state, origin.package, origin.version) == (dpkg.PACKAGED, "fio", installed("fio"))
+    assert origin.trusted and origin.path == str(Path(FIO).resolve()) and len(origin.sha256) == 64
+    commands = (run.path / "commands.jsonl").read_text()
+    assert "dpkg-version" in commands and "dpkg-search" not in commands   # fio's own md5sums named it: no search
+    searched = dpkg.tool_origins(runner, {"fio": FIO})["fio"]      # no expected package: one search finds it
+    assert searched.state == dpkg.PACKAGED and searched.package == "fio"
+
+
+def test_a_copy_of_fio_first_on_path_prints_the_same_version_and_is_named_not_packaged(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(FIO, bin_dir / "fio")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    cap, = doctor.with_origins(Runner(None), [doctor.probe_tool(Runner(None), fio_probe())])
+    assert cap.version == "3.33" or cap.version.startswith("3.")          # the version cannot tell
+    assert cap.origin.state == dpkg.UNPACKAGED and cap.origin.path == str(bin_dir / "fio")
+    assert f"{bin_dir / 'fio'}: NOT INSTALLED BY A PACKAGE" in "\n".join(doctor.table([cap]))
+    pf = preflight.collect(Runner(None))
+    assert pf.items["tool_origins"]["fio"]["state"] == dpkg.UNPACKAGED
+    warning, = [w for w in pf.warnings if w.knob == "tool_origin"]
+    assert warning.observed.startswith(f"fio: {bin_dir / 'fio'}: NOT INSTALLED BY A PACKAGE")
+    assert "remove" in warning.fix and str(bin_dir / "fio") in warning.fix
+
+
+def planted_admindir(root: Path, md5: str | None = None) -> Path:
+    """A dpkg database that knows only fio: its file list, its status stanza and its md5sums (``md5`` replaces the
+    recorded sum of usr/bin/fio)."""
+    info = root / "info"
+    info.mkdir(parents=True)
+    shutil.copy2("/var/lib/dpkg/info/fio.list", info / "fio.list")
+    sums = Path("/var/lib/dpkg/info/fio.md5sums").read_text()
+    if md5:
+        sums = "".join(f"{md5}  usr/bin/fio\n" if line.endswith("  usr/bin/fio") else line + "\n"
+                       for line in sums.splitlines())
+    (info / "fio.md5sums").write_text(sums)
+    stanzas = Path("/var/lib/dpkg/status").read_text().split("\n\n")
+    (root / "status").write_text(next(s for s in stanzas if s.startswith("Package: fio\n")) + "\n\n")
+    for name in ("diversions", "available"):
+        (root / name).write_text("")
+    (root / "updates").mkdir()
+    return root
+
+
+def test_a_package_record_that_no_longer_matches_the_file_is_changed_and_its_unchanged_twin_passes(tmp_path):
+    intact = dpkg.tool_origins(Runner(None), {"fio": FIO}, {}, planted_admindir(tmp_path / "intact"))["fio"]
+    assert intact.state == dpkg.PACKAGED and intact.version == installed("fio")
+    changed = dpkg.tool_origins(Runner(None), {"fio": FIO}, {}, planted_admindir(tmp_path / "changed", "0" * 32))["fio"]
+    assert changed.state == dpkg.CHANGED and not changed.trusted
+    assert changed.detail.endswith(f"the package's record says {'0' * 32}") and changed.package == "fio"
+    assert f"{changed.path}: {dpkg.CHANGED} (fio {installed('fio')}); md5 " in changed.text()
+
+
+def test_without_dpkg_query_the_origin_is_not_checked_and_says_so(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(FIO, bin_dir / "fio")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    origin = dpkg.tool_origins(Runner(None), {"fio": str(bin_dir / "fio")}, {"fio": "fio"}, tmp_path / "none")["fio"]
+    assert origin.state == dpkg.UNCHECKED and "no dpkg-query on this host" in origin.detail
+
+
+def test_the_report_names_a_tool_no_package_installed(tmp_path):
+    """The whole path: a command run with a copy of fio first on PATH, its environment.json, the report over it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(FIO, bin_dir / "fio")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    cli = [sys.executable, "-m", "fxprobe.cli.main", "-q"]
+    subprocess.run([*cli, "--run-dir", str(tmp_path / "run"), "doctor"], env=env, capture_output=True, check=True)
+    subprocess.run([*cli, "report", str(tmp_path / "run"), "--out", str(tmp_path / "report")], capture_output=True,
+                   check=True)
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert f"fio: {bin_dir / 'fio'} NOT INSTALLED BY A PACKAGE" in text
+    assert f"- WARNING tool_origin: fio: {bin_dir / 'fio'}: NOT INSTALLED BY A PACKAGE" in text
