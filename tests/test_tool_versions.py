@@ -96,3 +96,25 @@ def test_a_binary_s_origin_is_kept_beside_its_version_and_asked_again_when_the_b
         script.write("# changed\n")
     again = origin()
     assert asked(tmp_path) == 2 and again.sha256 != first.sha256
+
+
+def test_a_version_printed_with_a_failing_exit_code_is_kept_and_a_failure_without_one_is_asked_again(tmp_path,
+                                                                                                    monkeypatch):
+    """ib_read_bw --version prints 'Version: 6.06' and exits 1: kept like any answer (it was asked at every command,
+    a third of a second each in a lab guest); a binary that prints no version is asked again."""
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    probe = tool(tmp_path, "3.33")
+    script = tmp_path / "bin" / "fakefio"
+    script.write_text(script.read_text() + "exit 1\n")
+    cache_file = tmp_path / "cache" / "tool-versions.json"
+    for _ in range(2):
+        cache = ToolVersionCache(cache_file)
+        assert probe_tool(Runner(None), probe, cache).version == "3.33"
+        cache.save()
+    assert asked(tmp_path) == 1
+    script.write_text(f"#!/bin/sh\necho x >> {tmp_path}/asked\necho no version here\nexit 1\n")
+    for _ in range(2):
+        cache = ToolVersionCache(cache_file)
+        assert probe_tool(Runner(None), probe, cache).version == ""
+        cache.save()
+    assert asked(tmp_path) == 3

@@ -69,7 +69,8 @@ def probe_tool(runner: Runner, probe: ToolProbe, cache: ToolVersionCache | None 
         result = runner.run(argv, timeout=20, label=f"version-{probe.name}", always=True)
         cached = CachedVersion(argv=argv, binary=binary or [], output=result.stdout + "\n" + result.stderr,
                                read=utc_stamp())
-        if cache is not None and binary is not None and result.ok:
+        # ib_read_bw --version prints its version and exits 1: an answer the pattern reads is kept all the same
+        if cache is not None and binary is not None and (result.ok or re.search(probe.pattern, cached.output)):
             cache.put(probe.name, cached)
     if read is not None:
         read[probe.name] = cached.read
