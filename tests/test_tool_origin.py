@@ -5,6 +5,7 @@ version: the version alone cannot tell."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -130,3 +131,39 @@ def test_the_report_names_a_tool_no_package_installed(tmp_path):
     text = (tmp_path / "report" / "report.md").read_text()
     assert f"fio: {bin_dir / 'fio'} NOT INSTALLED BY A PACKAGE" in text
     assert f"- WARNING tool_origin: fio: {bin_dir / 'fio'}: NOT INSTALLED BY A PACKAGE" in text
+
+
+def gate_report_over(tmp_path: Path, ib_read_bw: str):
+    """Lab-scaled evidence whose line-efficiency run started ``ib_read_bw`` (the real program: here it only says
+    its version) and recorded its origin as the environment log does; `gate all` over it, then the report."""
+    from gate_helpers import fxprobe, rewritten, runs_of
+    from test_lab_scaled import lab_scaled_evidence
+    from fxprobe.report.build import build_report
+    paths, lab_file = lab_scaled_evidence(tmp_path / "ev")
+    line = next(p for p in paths if p.name.endswith("-line-efficiency"))
+    Runner(RunDir(line)).run([ib_read_bw, "--version"], timeout=30, label="ib_read_bw")
+    origin = dpkg.tool_origins(Runner(None), {"perftest": ib_read_bw}, {"perftest": "perftest"})["perftest"]
+    (line / "environment.json").write_text(json.dumps({"items": {"tool_origins": {"perftest": origin.to_dict()}},
+                                                       "missing": [], "warnings": []}))
+    rewritten(line)
+    assert fxprobe(tmp_path, "gate", "all", *[a for p in paths for a in ("--evidence", str(p))],
+                   "--config", str(lab_file)) == 0
+    return build_report([*paths, runs_of(tmp_path, "gate all")[-1]], tmp_path / "report"), line
+
+
+def test_a_gate_run_whose_evidence_ran_a_tool_no_package_installed_is_never_a_pass(tmp_path):
+    from fxprobe.report.headline import Decision
+    honest, _ = gate_report_over(tmp_path / "honest", shutil.which("ib_read_bw"))
+    (head,) = honest.headlines
+    assert head.decision is Decision.LAB_PASS and head.untraced == (), head.lines()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(shutil.which("ib_read_bw"), bin_dir / "ib_read_bw")
+    built, line = gate_report_over(tmp_path / "copy", str(bin_dir / "ib_read_bw"))
+    (head,) = built.headlines
+    assert head.decision is Decision.INCOMPLETE, head.lines()
+    assert head.untraced == (f"{line.name}: perftest {bin_dir / 'ib_read_bw'} NOT INSTALLED BY A PACKAGE "
+                             f"(no package in /var/lib/dpkg lists {bin_dir / 'ib_read_bw'})",)
+    md = (tmp_path / "copy" / "report" / "report.md").read_text()
+    assert f"- TOOL NOT TRACEABLE: {line.name}: perftest {bin_dir / 'ib_read_bw'} NOT INSTALLED BY A PACKAGE" in md
+    assert "1 measuring tools not traceable to a package" in "\n".join(head.lines())

@@ -12,7 +12,8 @@ The decision over one ``gate`` run (``gate all`` judges G1-G4 at once):
 - PASSED WITH CUSTOM THRESHOLDS   what would be ACCEPTED, judged with values that depart from the buyer's
                 defaults (a ./gates.toml, any file): never an acceptance, and the line names each departure.
 
-ACCEPTED (or either PASSED) also needs every evidence folder the gate run read in the report, intact.
+ACCEPTED (or either PASSED) also needs every evidence folder the gate run read in the report, intact, and every
+measuring program those folders ran to be the one its package installed, unchanged (:mod:`fxprobe.report.provenance`).
 
 A gate's deciding criterion: for a gate that failed, the failing criterion furthest from its threshold
 (relative to the threshold); for error / not run, the first such criterion; for a pass, the criterion
@@ -88,16 +89,19 @@ class Headline:
     untied: tuple[str, ...] = ()  # evidence the gate run read that is not in the report, intact (never ACCEPTED)
     differs: tuple[str, ...] = ()  # its criteria its evidence, judged again, does not give (never ACCEPTED)
     array: str = ""              # the array the G2-G4 evidence measured, as the gate run judged it, and the period
+    untraced: tuple[str, ...] = ()  # tools its evidence ran that no package installed, or changed since (never ACCEPTED)
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
         head += f"; {self.scale}" if self.scale else ""
         head += f"; {len(self.untied)} of the gate run's evidence not in this report, intact" if self.untied else ""
         head += f"; {len(self.differs)} criteria not what its evidence gives" if self.differs else ""
+        head += f"; {len(self.untraced)} measuring tools not traceable to a package" if self.untraced else ""
         out = [head] + ([f"  array: {self.array}"] if self.array else []) + ["  " + g.line() for g in self.gates]
         out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
         out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
         out += [f"  NOT WHAT ITS EVIDENCE GIVES: {line}" for line in self.differs]
+        out += [f"  TOOL NOT TRACEABLE: {line}" for line in self.untraced]
         return out
 
 
@@ -174,10 +178,11 @@ def decide(lines: list[GateLine], missing: list[str]) -> Decision:
 
 
 def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied: tuple[str, ...] = (),
-             differs: tuple[str, ...] = ()) -> Headline:
+             differs: tuple[str, ...] = (), untraced: tuple[str, ...] = ()) -> Headline:
     """The decision of one gate run; ``untied``: its evidence not in the report intact (:func:`untied`), ``differs``:
-    its criteria that its evidence judged again does not give (report.rejudge): either makes what would be ACCEPTED
-    (or PASSED AT LAB SCALE) INCOMPLETE."""
+    its criteria that its evidence judged again does not give (report.rejudge), ``untraced``: measuring tools its
+    evidence ran that no package installed or that changed since (report.provenance): any of them makes what would
+    be ACCEPTED (or PASSED AT LAB SCALE) INCOMPLETE."""
     lines = [gate_line(v) for v in verdicts]
     judged = {v.name.split()[0].upper() for v in verdicts}
     missing = [g for g in GATES if g not in judged]
@@ -186,13 +191,13 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
     custom = custom_values(results)
     if decision is Decision.ACCEPTED and label != "buyer's thresholds":
         decision = Decision.CUSTOM_PASS if custom else Decision.LAB_PASS
-    if (untied or differs) and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
+    if (untied or differs or untraced) and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
         decision = Decision.INCOMPLETE
     scale = (f"not the buyer's: {len(custom)} value{'s' * (len(custom) != 1)} "
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
         if custom else scale_summary(results)
     return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied),
-                    tuple(differs), array_text(results, verdicts))
+                    tuple(differs), array_text(results, verdicts), tuple(untraced))
 
 
 def array_text(results: dict, verdicts: tuple[Verdict, ...]) -> str:
@@ -235,9 +240,10 @@ def untied(gate_run, runs) -> tuple[str, ...]:
 def bundle_headlines(folder: Path) -> list[Headline]:
     """The decisions of a report bundle (one per gate run under ``evidence/``), buyer's thresholds first."""
     from fxprobe.report.collect import read_run
+    from fxprobe.report.provenance import untraced
     from fxprobe.report.rejudge import differences
     runs = [read_run(p) for p in sorted((Path(folder) / "evidence").iterdir()) if (p / "results.json").is_file()] \
         if (Path(folder) / "evidence").is_dir() else []
-    heads = [headline(run.name, run.results, run.gates, untied(run, runs), differences(run, runs))
-             for run in runs if run.gates]
+    heads = [headline(run.name, run.results, run.gates, untied(run, runs), differences(run, runs),
+                      untraced(run, runs)) for run in runs if run.gates]
     return sorted(heads, key=lambda h: h.thresholds != "buyer's thresholds")
