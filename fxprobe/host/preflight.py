@@ -20,7 +20,7 @@ from fxprobe.host.tool_versions import RULE, ToolVersionCache
 from fxprobe.core.errors import NotRunnable
 from fxprobe.core.runner import Runner
 from fxprobe.tools import sysinfo
-from fxprobe.tools.dpkg import CHANGED, UNPACKAGED
+from fxprobe.tools.dpkg import NOT_TRACEABLE
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def collect(runner: Runner, interfaces: list[str] | None = None, tool_cache: Too
             pf.missing[f"tool:{cap.name}"] = cap.reason
         if cap.origin is not None:
             origins[cap.name] = cap.origin.to_dict()
-            if cap.origin.state in (CHANGED, UNPACKAGED):
+            if cap.origin.state in NOT_TRACEABLE:
                 pf.warnings.append(KnobWarning(
                     "tool_origin", f"{cap.name}: {cap.origin.text()}",
                     "a program no package installed, or one changed since, can print any figure: what it measured "

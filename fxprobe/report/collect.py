@@ -35,6 +35,16 @@ class RunView(RunResults):
         return collapse(list(self.command_records))
 
 
+def recorded_evidence(gate_run: RunView, runs: list[RunView]) -> list[RunView | None] | None:
+    """Per folder the gate run recorded reading (``evidence_runs``), the run of ``runs`` that is that folder, intact
+    (same manifest SHA-256), or None; None when the gate run recorded no list."""
+    recorded = gate_run.results.get("evidence_runs")
+    if not isinstance(recorded, list):
+        return None
+    present = {run.manifest: run for run in runs if not run.problems and run.manifest}
+    return [present.get(entry.get("manifest_sha256")) if isinstance(entry, dict) else None for entry in recorded]
+
+
 verdict_from_dict = Verdict.from_dict     # one (de)serialization of criteria: fxprobe.core.verdict
 
 

@@ -11,16 +11,9 @@ from __future__ import annotations
 
 import os
 
-from fxprobe.report.collect import RunView
+from fxprobe.report.collect import RunView, recorded_evidence
 from fxprobe.report.machines import read_environment
-from fxprobe.tools.dpkg import CHANGED, UNPACKAGED
-
-
-def evidence_of(gate_run: RunView, runs: list[RunView]) -> list[RunView]:
-    """The runs of the report that the gate run read, intact (matched by the manifest SHA-256 it recorded)."""
-    recorded = gate_run.results.get("evidence_runs")
-    shas = {e.get("manifest_sha256") for e in recorded if isinstance(e, dict)} if isinstance(recorded, list) else set()
-    return [run for run in runs if run.manifest in shas and not run.problems]
+from fxprobe.tools.dpkg import NOT_TRACEABLE
 
 
 def untraced_tools(run: RunView) -> list[str]:
@@ -31,9 +24,10 @@ def untraced_tools(run: RunView) -> list[str]:
         return []
     ran = {os.path.basename(c.words[0]) for c in run.command_records if c.host == "local" and c.words}
     return [f"{run.name}: {name} {o.get('path')} {o.get('state')} ({o.get('detail')})"
-            for name, o in origins.items() if isinstance(o, dict) and o.get("state") in (CHANGED, UNPACKAGED)
+            for name, o in origins.items() if isinstance(o, dict) and o.get("state") in NOT_TRACEABLE
             and os.path.basename(str(o.get("path"))) in ran]
 
 
 def untraced(gate_run: RunView, runs: list[RunView]) -> tuple[str, ...]:
-    return tuple(line for run in evidence_of(gate_run, runs) for line in untraced_tools(run))
+    """The untraced tools of every folder the gate run read that is in the report, intact."""
+    return tuple(line for run in recorded_evidence(gate_run, runs) or [] if run for line in untraced_tools(run))

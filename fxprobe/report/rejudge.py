@@ -16,6 +16,7 @@ from fxprobe.core.verdict import Criterion
 from fxprobe.gates.catalog import evaluate_all
 from fxprobe.gates.config import NO_SCALE, ArrayTable, GateConfig
 from fxprobe.gates.engine import Evidence
+from fxprobe.report.collect import recorded_evidence
 
 FILE_INPUTS = ("--measured", "--candidate", "--baseline", "--reference")
 
@@ -49,15 +50,13 @@ def differences(gate_run, runs) -> tuple[str, ...]:
     recorded thresholds, does not give (and per criterion the evidence gives that it lacks). Nothing when it cannot
     be judged again here: a folder it read is not in the report intact (``untied`` says so), or it read files."""
     argv = gate_run.results.get("argv") if isinstance(gate_run.results.get("argv"), list) else []
-    recorded = gate_run.results.get("evidence_runs")
+    matched = recorded_evidence(gate_run, runs)
     config = recorded_config(gate_run.results)
-    if gate_run.problems or config is None or not isinstance(recorded, list) or any(a in FILE_INPUTS for a in argv):
+    if gate_run.problems or config is None or matched is None or any(a in FILE_INPUTS for a in argv):
         return ()
-    present = {run.manifest: run for run in runs if not run.problems and run.manifest}
-    shas = [entry.get("manifest_sha256") if isinstance(entry, dict) else None for entry in recorded]
-    if not all(sha in present for sha in shas):
+    if None in matched:
         return ()
-    evidence = Evidence.from_checked((present[sha].path, present[sha].results) for sha in shas)   # hashed once
+    evidence = Evidence.from_checked((run.path, run.results) for run in matched)   # hashed once
     again = {v.name: v for v in evaluate_all(evidence, config)}
     out = []
     for stored in gate_run.gates:

@@ -16,7 +16,6 @@ asked.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ PACKAGED = "packaged, unchanged"
 CHANGED = "CHANGED since its package installed it"
 UNPACKAGED = "NOT INSTALLED BY A PACKAGE"
 UNCHECKED = "not checked"
+NOT_TRACEABLE = (CHANGED, UNPACKAGED)      # a figure such a program printed cannot be tied to a release
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,6 @@ def file_digests(path: Path) -> tuple[str, str]:
     return md5.hexdigest(), sha256.hexdigest()
 
 
-@functools.lru_cache(maxsize=64)
 def package_md5sums(package: str, admindir: Path = ADMINDIR) -> dict[str, str]:
     """The package's md5sums ({} when dpkg keeps none for it)."""
     name = package.split(":")[0]
@@ -129,7 +128,12 @@ def _versions(runner: Runner, packages: set[str], admindir: Path) -> dict[str, s
         return {}
     result = runner.run(["dpkg-query", f"--admindir={admindir}", "--show", "--showformat", "${Package} ${Version}\n",
                          *sorted(packages)], timeout=TIMEOUT_S, always=True, label="dpkg-version")
-    return dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    return parse_versions(result.stdout)
+
+
+def parse_versions(output: str) -> dict[str, str]:
+    """``dpkg-query --show --showformat '${Package} ${Version}\\n'`` -> {package: version}."""
+    return dict(line.split(" ", 1) for line in output.splitlines() if " " in line)
 
 
 def _judged(real: Path, md5: str, sha256: str, package: str, version: str, sums: dict[str, str]) -> ToolOrigin:
@@ -159,10 +163,17 @@ def tool_origins(runner: Runner, found: dict[str, str], expected: dict[str, str]
             out[name] = ToolOrigin(str(real), "", UNCHECKED, detail=f"cannot read {real}: {exc.strerror}")
             continue
         files[name] = (real, *digests[real])
+    sums: dict[str, dict[str, str]] = {}            # one read of each package's md5sums
+
+    def listed(package: str) -> dict[str, str]:
+        if package not in sums:
+            sums[package] = package_md5sums(package, admindir)
+        return sums[package]
+
     owners = {}
     for name, (real, _, _) in files.items():
         package = expected.get(name)
-        if package and any(n in package_md5sums(package, admindir) for n in merged_names(str(real))):
+        if package and any(n in listed(package) for n in merged_names(str(real))):
             owners[name] = package
     unknown = [name for name in files if name not in owners]
     try:
@@ -183,6 +194,5 @@ def tool_origins(runner: Runner, found: dict[str, str], expected: dict[str, str]
         if package is None:
             out[name] = ToolOrigin(str(real), sha256, UNPACKAGED, detail=f"no package in {admindir} lists {real}")
         else:
-            out[name] = _judged(real, md5, sha256, package, versions.get(package.split(":")[0], ""),
-                                package_md5sums(package, admindir))
+            out[name] = _judged(real, md5, sha256, package, versions.get(package.split(":")[0], ""), listed(package))
     return out
