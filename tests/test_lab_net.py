@@ -7,6 +7,9 @@ import json
 
 import pytest
 
+from fxprobe.core.rundir import RunDir
+from fxprobe.tools import dpkg
+
 
 pytestmark = pytest.mark.lab
 
@@ -33,8 +36,11 @@ def test_line_efficiency_tracks_a_throttled_link_over_soft_roce(lab, tmp_path):
         lab.throttle(1, "20mbit", "host1")
         full_code, full = _line_efficiency(lab, tmp_path, "full", 0.83)
         lab.throttle(1, "10mbit", "host1")
+        # the fail twin of the origins: host1 runs a copy first on its PATH (its overlay; the same bytes)
+        lab.exec("host1", ["cp", "/usr/bin/ib_read_bw", "/usr/local/bin/ib_read_bw"], check=True)
         half_code, half = _line_efficiency(lab, tmp_path, "half", 0.83)
     finally:
+        lab.exec("host1", ["rm", "-f", "/usr/local/bin/ib_read_bw"])
         lab.throttle(1, "off", "host1")
         lab.exec("host1", ["ethtool", "-s", link.host_nic, "speed", "100000", "duplex", "full"])
     ceiling = full["summary"]["payload_ceiling_bps"] / full["line_rate_bps"]   # RoCEv2 payload share at the MTU
@@ -42,5 +48,14 @@ def test_line_efficiency_tracks_a_throttled_link_over_soft_roce(lab, tmp_path):
     assert full["transport"] == "rdma" and full["mtu"] == 4096
     assert full_code == 0 and full["summary"]["line_efficiency"] == pytest.approx(ceiling, abs=0.06)
     assert half_code == 1 and half["summary"]["line_efficiency"] == pytest.approx(0.5 * ceiling, abs=0.1)
+    # where the program that measured on each node came from, recorded before it ran (origins.jsonl)
+    full_origins = {o["host"]: o for o in RunDir(tmp_path / "full").origins()}
+    assert {h: (o["program"], o["path"], o["state"], o["package"]) for h, o in full_origins.items()} == {
+        h: ("ib_read_bw", "/usr/bin/ib_read_bw", dpkg.PACKAGED, "perftest") for h in ("host1", "array")}
+    half_origins = {o["host"]: o for o in RunDir(tmp_path / "half").origins()}
+    assert (half_origins["host1"]["path"], half_origins["host1"]["state"]) == ("/usr/local/bin/ib_read_bw",
+                                                                               dpkg.UNPACKAGED)
+    assert half_origins["host1"]["sha256"] == full_origins["host1"]["sha256"]    # same bytes: only a trusted list
+    assert half_origins["array"]["state"] == dpkg.PACKAGED                     # (gates.toml [provenance]) admits it
     # no ib_read_bw left on the peer
     assert lab.exec("array", ["pgrep", "-f", "[i]b_read_bw"]).returncode == 1

@@ -21,6 +21,7 @@ from fxprobe.host import doctor, preflight
 from fxprobe.tools import dpkg
 
 FIO = shutil.which("fio")
+REHEARSAL_LINE = Path(__file__).parent / "fixtures/report/rehearsal/02-line-efficiency-emulated-20-Mb-s-link"
 
 
 def installed(package: str) -> str:
@@ -167,3 +168,112 @@ def test_a_gate_run_whose_evidence_ran_a_tool_no_package_installed_is_never_a_pa
     md = (tmp_path / "copy" / "report" / "report.md").read_text()
     assert f"- TOOL NOT TRACEABLE: {line.name}: perftest {bin_dir / 'ib_read_bw'} NOT INSTALLED BY A PACKAGE" in md
     assert "1 measuring tools not traceable to a package" in "\n".join(head.lines())
+
+
+# -- a measuring program on another node: origin.sh fed to that node's sh (here: this machine's, the same code path)
+def test_origin_sh_judges_the_installed_fio_as_packaged_with_its_sha256():
+    import hashlib
+    origin = dpkg.remote_origin(Runner(None), dpkg.LocalHost(), "fio")
+    assert origin.state == dpkg.PACKAGED and origin.package == "fio" and origin.version == installed("fio")
+    assert origin.sha256 == hashlib.sha256(Path(FIO).resolve().read_bytes()).hexdigest(), origin
+
+
+def test_origin_sh_names_a_copy_first_on_path_and_a_changed_record_and_a_missing_program(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(FIO, bin_dir / "fio")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    copy = dpkg.remote_origin(Runner(None), dpkg.LocalHost(), "fio")
+    assert copy.state == dpkg.UNPACKAGED and copy.path == str(bin_dir / "fio"), copy
+    assert copy.detail == f"no package on local lists {bin_dir / 'fio'}"
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
+    monkeypatch.setattr(dpkg, "ADMINDIR", planted_admindir(tmp_path / "changed", "0" * 32))
+    changed = dpkg.remote_origin(Runner(None), dpkg.LocalHost(), "fio")
+    assert changed.state == dpkg.CHANGED and changed.detail.endswith(f"the package's record says {'0' * 32}")
+    missing = dpkg.remote_origin(Runner(None), dpkg.LocalHost(), "no-such-fio")
+    assert missing.state == dpkg.UNCHECKED and "no-such-fio is not on PATH" in missing.detail
+
+
+def test_parse_origin_facts_reads_what_origin_sh_prints_and_names_a_short_answer():
+    out = subprocess.run(["sh", "-s", "--", "/var/lib/dpkg", "fio", "fio"], input=dpkg.ORIGIN_SCRIPT.read_text(),
+                         capture_output=True, text=True, check=True).stdout
+    facts = dpkg.parse_origin_facts(out, "origin.sh")
+    assert facts["path"] == FIO and facts["version"] == installed("fio") and "/usr/bin/fio" in facts["sums"]
+    with pytest.raises(ParseError, match="origin.sh: field 'sha256'|sha256"):
+        dpkg.parse_origin_facts("path /usr/bin/fio\nreal /usr/bin/fio\nmd5 " + "0" * 32 + "\n", "origin.sh")
+
+
+def test_a_run_records_a_remote_origin_once_and_none_for_this_machine(tmp_path):
+    from fxprobe.core.hosts import SshHost
+    run = RunDir.start("line-efficiency", ["line-efficiency"], base=tmp_path)
+    dpkg.witness(Runner(run), dpkg.LocalHost(), "fio")
+    assert run.origins() == []            # this machine's tools: environment.json
+    run.record_origin({"host": "host1", "program": "fio", **dpkg.remote_origin(Runner(None), dpkg.LocalHost(),
+                                                                               "fio").to_dict()})
+    dpkg.witness(Runner(run), SshHost("host1", "192.0.2.1"), "fio")     # recorded already: no ssh at all
+    (record,) = run.origins()
+    assert record["state"] == dpkg.PACKAGED and record["host"] == "host1"
+    (run.path / "origins.jsonl").write_text('{"host": "host1"}\n')
+    from fxprobe.core.errors import BadInput
+    with pytest.raises(BadInput, match="origins.jsonl: line 1"):
+        run.origins()
+
+
+def remote_report_over(tmp_path: Path, origin: dpkg.ToolOrigin, trusted: list[dict] | None = None):
+    """The lab-scaled evidence, its line-efficiency run's ib_read_bw on host1 recorded with ``origin``; `gate all`
+    (with ``trusted`` as the lab file's [provenance] trusted_builds), then the report."""
+    from gate_helpers import fxprobe, rewritten, runs_of
+    from test_lab_scaled import lab_scaled_evidence
+    from fxprobe.report.build import build_report
+    paths, lab_file = lab_scaled_evidence(tmp_path / "ev")
+    line = next(p for p in paths if p.name.endswith("-line-efficiency"))
+    with open(line / "commands.jsonl", "a") as out:      # the client on host1 and the server on the array, as run
+        out.writelines(record for record in (REHEARSAL_LINE / "commands.jsonl").open() if "stdbuf" in record
+                       or '"ib_read_bw -F' in record)
+    RunDir(line).record_origin({"host": "host1", "program": "ib_read_bw", **origin.to_dict()})
+    rewritten(line)
+    if trusted is not None:
+        entries = ", ".join(f'{{ sha256 = "{t["sha256"]}", why = "{t["why"]}" }}' for t in trusted)
+        lab_file.write_text(lab_file.read_text() + f"\n[provenance]\ntrusted_builds = [{entries}]\n")
+    assert fxprobe(tmp_path, "gate", "all", *[a for p in paths for a in ("--evidence", str(p))],
+                   "--config", str(lab_file)) == 0
+    return build_report([*paths, runs_of(tmp_path, "gate all")[-1]], tmp_path / "report"), line
+
+
+def test_a_copy_on_a_node_blocks_the_decision_unless_the_buyer_trusts_its_sha256(tmp_path, monkeypatch):
+    from fxprobe.report.headline import Decision
+    honest, line = remote_report_over(tmp_path / "honest", dpkg.remote_origin(Runner(None), dpkg.LocalHost(),
+                                                                              "ib_read_bw"))
+    (head,) = honest.headlines
+    assert head.decision is Decision.LAB_PASS and head.untraced == (), head.lines()
+    # the array's ib_read_bw (the server) has no record in this fixture: printed, not judged
+    assert f"ORIGIN NOT RECORDED: {line.name}: ib_read_bw on array" in "\n".join(head.origin_notes)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(shutil.which("ib_read_bw"), bin_dir / "ib_read_bw")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    copy = dpkg.remote_origin(Runner(None), dpkg.LocalHost(), "ib_read_bw")
+    built, line = remote_report_over(tmp_path / "copy", copy)
+    (head,) = built.headlines
+    assert head.decision is Decision.INCOMPLETE, head.lines()
+    assert head.untraced == (f"{line.name}: ib_read_bw on host1 {bin_dir / 'ib_read_bw'} NOT INSTALLED BY A PACKAGE "
+                             f"(no package on local lists {bin_dir / 'ib_read_bw'})",)
+    why = "perftest 6.06 built by the buyer's lab"
+    trusted, line = remote_report_over(tmp_path / "trusted", copy, [{"sha256": copy.sha256, "why": why}])
+    (head,) = trusted.headlines
+    assert head.decision is Decision.LAB_PASS and head.untraced == (), head.lines()
+    note = (f"TRUSTED BUILD (gates file [provenance]): {line.name}: ib_read_bw on host1 {bin_dir / 'ib_read_bw'} "
+            f"sha256 {copy.sha256}: {why}")
+    assert note in head.origin_notes
+    assert note in (tmp_path / "trusted" / "report" / "report.md").read_text()
+
+
+def test_trusted_builds_name_a_sha256_and_a_reason_and_are_no_departure(tmp_path):
+    from fxprobe.core.errors import BadInput
+    from fxprobe.gates.config import parse_config
+    config = parse_config(f'[provenance]\ntrusted_builds = [{{ sha256 = "{"a" * 64}", why = "built here" }}]\n', "g")
+    assert not config.custom and config.to_dict()["provenance"]["trusted_builds"][0]["why"] == "built here"
+    for bad in (f'{{ sha256 = "{"A" * 64}", why = "x" }}', f'{{ sha256 = "{"a" * 64}", why = "" }}',
+                f'{{ sha256 = "{"a" * 63}", why = "x" }}'):
+        with pytest.raises(BadInput, match="g: field 'provenance.trusted_builds.0"):
+            parse_config(f"[provenance]\ntrusted_builds = [{bad}]\n", "g")

@@ -88,3 +88,17 @@ class CommandRecord(Record):
     background: bool = False
     stdout: str | None = None
     stderr: str | None = None
+
+
+class OriginRecord(Record):
+    """One line of origins.jsonl: where a measuring program on another node came from (:func:`fxprobe.tools.dpkg.witness`;
+    the fields of :class:`fxprobe.tools.dpkg.ToolOrigin` with the node and the program)."""
+
+    host: NonEmptyStr
+    program: NonEmptyStr
+    path: str = ""
+    sha256: str = ""
+    state: NonEmptyStr
+    package: str = ""
+    version: str = ""
+    detail: str = ""

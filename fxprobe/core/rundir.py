@@ -36,6 +36,7 @@ from fxprobe.core.verdict import Criterion, Outcome
 
 MANIFEST = "manifest.json"
 COMMANDS = "commands.jsonl"
+ORIGINS = "origins.jsonl"          # where each measuring program another node ran came from (tools.dpkg.witness)
 RESULTS = "results.json"
 ENVIRONMENT = "environment.json"
 
@@ -238,6 +239,23 @@ class RunDir:
             handle.write(line + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+
+    def record_origin(self, record: dict) -> None:
+        from fxprobe.core.evidence import OriginRecord
+        line = OriginRecord.model_validate(record).model_dump_json()
+        with self._lock, open(self.path / ORIGINS, "a") as handle:
+            handle.write(line + "\n")
+
+    def origins(self) -> list[dict]:
+        """origins.jsonl's records (none: no program measured on another node, or a run older than the file); a line
+        that is not an origin record is BadInput naming file and line."""
+        from fxprobe.core.evidence import OriginRecord
+        from fxprobe.core.schema import read_jsonl, validate
+        path = self.path / ORIGINS
+        if not path.exists():
+            return []
+        return [validate(OriginRecord, record, f"{path}: line {number}").model_dump()
+                for number, record in enumerate(read_jsonl(path, "tool origin file"), 1)]
 
     def write_results(self, results: dict) -> None:
         write_json(self.path / RESULTS, results)

@@ -29,7 +29,7 @@ from fxprobe.faults.scenario import LINK_KINDS, Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.tools import fio_status, nvme_sysfs, procs
+from fxprobe.tools import dpkg, fio_status, nvme_sysfs, procs
 from fxprobe.tools.nvme import parse_address
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
@@ -348,6 +348,7 @@ class FaultRun:
                                          scenario.planned_s + 90, self.background, self.say)
         site.start_sampling(runner, scenario, self.options.sample_s, self.background)
         self.vplan = vplan = verify_mod.plan_for(scenario.load)
+        dpkg.witness(runner, site.host, "fio")        # the fio that measures on the load's node: its origin
         if vplan.enabled:
             self.say(f"layout: {vplan.region_bytes / 2**20:g} MiB of {site.device} with verify={vplan.method} headers")
             laid = runner.run(verify_mod.layout_argv(vplan, site.device), timeout=1800, host=site.host,

@@ -119,6 +119,22 @@ JUDGED_TOGETHER = (("g1.spare_min_pct", "g1.spare_unaccounted_max"),
                    ("g3.nic_ceiling_min_pct", "g3.nic_ceiling_gbps"))
 ThresholdKey = Annotated[str, Field(pattern=r"^g[1-4]\.[a-z0-9_]+$", description="a threshold, gate.key")]
 Reason = Annotated[str, Field(min_length=1, description="why, printed beside the value")]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a file's SHA-256: 64 lowercase hex digits")]
+
+
+class TrustedBuild(InputModel):
+    """One program the buyer trusts by its SHA-256 although no Debian package installed it unchanged."""
+
+    sha256: Sha256
+    why: Reason          # printed in the report beside every run whose figures it printed
+
+
+class ProvenanceTable(InputModel):
+    """[provenance]: a report is ACCEPTED only when every measuring program its evidence ran is a Debian package's
+    unchanged file (dpkg's md5) or a build named here by SHA-256 (fio built from a release tag, another
+    distribution's package on an RPM host); not a threshold, never a departure from the buyer's defaults."""
+
+    trusted_builds: list[TrustedBuild] = []
 
 
 def _unknown_keys(mapping: dict, _lab: bool) -> str | None:
@@ -196,12 +212,13 @@ class GatesFile(InputModel):
     g3: G3Thresholds = G3Thresholds()
     g4: G4Thresholds = G4Thresholds()
     array: ArrayTable = ArrayTable()
+    provenance: ProvenanceTable = ProvenanceTable()
     scale: ScaleTable = ScaleTable()
 
     _departures = field_validator("scale")(classmethod(lambda cls, scale, info: _departures(scale, info)))
 
 
-DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale", "array"})
+DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale", "array", "provenance"})
 BUYER: dict[str, float] = {f"{gate}.{key}": value for gate, table in DEFAULTS.items() for key, value in table.items()
                            if f"{gate}.{key}" in THRESHOLD_KEYS}     # the buyer's thresholds (docs/gates.md)
 NO_SCALE: dict = ScaleTable().model_dump()
@@ -234,6 +251,7 @@ class GateConfig:
     source: str = "built-in defaults"
     scale: dict = field(default_factory=lambda: dict(NO_SCALE))      # ScaleTable, dumped
     array: ArrayTable = ArrayTable()                                   # the array under acceptance ([array])
+    provenance: ProvenanceTable = ProvenanceTable()                    # builds trusted by SHA-256 ([provenance])
 
     def get(self, gate: str, key: str) -> float:
         try:
@@ -256,7 +274,7 @@ class GateConfig:
 
     def to_dict(self) -> dict:
         data = {"source": self.source, "lab_scaled": self.lab_scaled, "thresholds": self.values,
-                "array": self.array.model_dump(mode="json")}
+                "array": self.array.model_dump(mode="json"), "provenance": self.provenance.model_dump(mode="json")}
         if self.lab_scaled:
             data.update(scale=self.scale, notes=self.scale_lines())
         elif self.custom:
@@ -321,7 +339,7 @@ class GateConfig:
         """The same thresholds with G1's array list replaced (``gate g1 --arrays``)."""
         values = {gate: dict(keys) for gate, keys in self.values.items()}
         values["g1"]["arrays"] = list(arrays)
-        return GateConfig(values, self.source, self.scale, self.array)
+        return GateConfig(values, self.source, self.scale, self.array, self.provenance)
 
     def trusted_signers(self) -> tuple[str, ...]:
         return tuple(self.values.get("g4", {}).get("trusted_signers") or ())
@@ -329,8 +347,8 @@ class GateConfig:
 
 def parse_config(text: str, source: str) -> GateConfig:
     model = validate(GatesFile, parse_toml(text, source), source)
-    values = model.model_dump(exclude={"array"})
-    return GateConfig(values, source, values.pop("scale"), model.array)
+    values = model.model_dump(exclude={"array", "provenance"})
+    return GateConfig(values, source, values.pop("scale"), model.array, model.provenance)
 
 
 def load_config(path: Path | None = None) -> GateConfig:

@@ -20,7 +20,16 @@ from fxprobe.host.tool_versions import RULE, ToolVersionCache
 from fxprobe.core.errors import NotRunnable
 from fxprobe.core.runner import Runner
 from fxprobe.tools import sysinfo
-from fxprobe.tools.dpkg import NOT_TRACEABLE
+from fxprobe.tools.dpkg import NOT_TRACEABLE, UNCHECKED, ToolOrigin
+
+
+def origin_fix(name: str, origin: ToolOrigin) -> str:
+    if origin.state == UNCHECKED:
+        return ("install dpkg (dpkg-query) so the origin can be checked, or have the buyer name the file's SHA-256 "
+                "in gates.toml [provenance] trusted_builds")
+    if origin.package:
+        return f"apt-get install --reinstall {origin.package}"
+    return f"run the distribution's {name} (remove {origin.path} from PATH, or install the package)"
 
 
 @dataclass(frozen=True)
@@ -106,10 +115,10 @@ def collect(runner: Runner, interfaces: list[str] | None = None, tool_cache: Too
             if cap.origin.state in NOT_TRACEABLE:
                 pf.warnings.append(KnobWarning(
                     "tool_origin", f"{cap.name}: {cap.origin.text()}",
-                    "a program no package installed, or one changed since, can print any figure: what it measured "
-                    "cannot be traced to a release anyone can check",
-                    f"apt-get install --reinstall {cap.origin.package}" if cap.origin.package else
-                    f"run the distribution's {cap.name} (remove {cap.origin.path} from PATH, or install the package)"))
+                    "a program no package installed, one changed since, or one nobody could check can print any "
+                    "figure: what it measured cannot be traced to a release anyone can check (a report over it is "
+                    "INCOMPLETE unless gates.toml [provenance] trusts its SHA-256)",
+                    origin_fix(cap.name, cap.origin)))
     pf.put("tools", tools)
     pf.put("tool_origins", origins)
     if tool_cache is not None:

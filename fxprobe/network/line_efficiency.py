@@ -21,7 +21,7 @@ from fxprobe.network import roce
 from fxprobe.core.errors import BadInput, NotRunnable, ParseError, ToolError
 from fxprobe.core.hosts import LOCAL, Host
 from fxprobe.core.runner import Background, Runner
-from fxprobe.tools import iperf3, netdev, perftest
+from fxprobe.tools import dpkg, iperf3, netdev, perftest
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 
 DEFAULT_SIZE = 1 << 20        # large messages reach line rate on 100 GbE (perftest issue #252)
@@ -229,6 +229,9 @@ def run(runner: Runner, settings: Settings, *, client: Host = LOCAL, server_host
         if server_host is not None and (reason := perftest.probe_rdma_device(runner, server_host)):
             raise NotRunnable(reason)
     check_reachable(runner, settings.peer, client)
+    for node in (client, server_host):            # the programs that measure on other nodes: their origins
+        if node is not None:
+            dpkg.witness(runner, node, "ib_read_bw" if settings.transport == "rdma" else "iperf3")
     iface = route_interface(runner, settings.peer, client)
     port_bps = interface_speed_bps(runner, iface, client)
     if settings.line_rate_bps:

@@ -48,14 +48,19 @@ def recorded_evidence(gate_run: RunView, runs: list[RunView]) -> list[RunView | 
 verdict_from_dict = Verdict.from_dict     # one (de)serialization of criteria: fxprobe.core.verdict
 
 
-def sub_run_problems(path: Path, results: dict) -> tuple[str, ...]:
-    """A fleet run's sub-runs (``nodes`` entries with a ``run_dir`` inside it) each checked against its own
-    manifest, as the gates check them: "nodes/a: results.json: changed ..."."""
+def sub_run_folders(path: Path, results: dict) -> list[Path]:
+    """A fleet run's sub-runs: the ``nodes`` entries' ``run_dir`` folders inside it that hold a results.json."""
     nodes = results.get("nodes") if isinstance(results.get("nodes"), list) else []
     folders = [path / n["run_dir"] for n in nodes if isinstance(n, dict) and isinstance(n.get("run_dir"), str)]
-    return tuple(f"{folder.relative_to(path).as_posix()}: {problem}" for folder in folders
-                 if folder.resolve() != path.resolve() and path.resolve() in folder.resolve().parents
-                 and (folder / "results.json").is_file() for problem in RunDir(folder).integrity())
+    return [folder for folder in folders if folder.resolve() != path.resolve()
+            and path.resolve() in folder.resolve().parents and (folder / "results.json").is_file()]
+
+
+def sub_run_problems(path: Path, results: dict) -> tuple[str, ...]:
+    """Each sub-run of a fleet run checked against its own manifest, as the gates check them: "nodes/a:
+    results.json: changed ..."."""
+    return tuple(f"{folder.relative_to(path).as_posix()}: {problem}" for folder in sub_run_folders(path, results)
+                 for problem in RunDir(folder).integrity())
 
 
 def read_run(path: Path) -> RunView:

@@ -30,6 +30,7 @@ from fxprobe.core.verdict import Criterion, Outcome, Verdict
 from fxprobe.gates.config import CUSTOM, departure_text, departures
 from fxprobe.gates.measured_array import NAME
 from fxprobe.report.ceilings import artefact
+from fxprobe.report.provenance import Provenance
 
 GATES = ("G1", "G2", "G3", "G4")
 
@@ -90,6 +91,7 @@ class Headline:
     differs: tuple[str, ...] = ()  # its criteria its evidence, judged again, does not give (never ACCEPTED)
     array: str = ""              # the array the G2-G4 evidence measured, as the gate run judged it, and the period
     untraced: tuple[str, ...] = ()  # tools its evidence ran that no package installed, or changed since (never ACCEPTED)
+    origin_notes: tuple[str, ...] = ()  # builds the buyer trusts by SHA-256; programs with no origin recorded
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
@@ -102,6 +104,7 @@ class Headline:
         out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
         out += [f"  NOT WHAT ITS EVIDENCE GIVES: {line}" for line in self.differs]
         out += [f"  TOOL NOT TRACEABLE: {line}" for line in self.untraced]
+        out += [f"  {line}" for line in self.origin_notes]
         return out
 
 
@@ -178,11 +181,13 @@ def decide(lines: list[GateLine], missing: list[str]) -> Decision:
 
 
 def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied: tuple[str, ...] = (),
-             differs: tuple[str, ...] = (), untraced: tuple[str, ...] = ()) -> Headline:
+             differs: tuple[str, ...] = (), traced: Provenance = Provenance()) -> Headline:
     """The decision of one gate run; ``untied``: its evidence not in the report intact (:func:`untied`), ``differs``:
     its criteria that its evidence judged again does not give (report.rejudge), ``untraced``: measuring tools its
-    evidence ran that no package installed or that changed since (report.provenance): any of them makes what would
-    be ACCEPTED (or PASSED AT LAB SCALE) INCOMPLETE."""
+    evidence ran that no package installed, that changed since or that nobody could check, and the builds the buyer
+    trusts by SHA-256 (``traced``, report.provenance): any untraced one makes what would be ACCEPTED (or PASSED AT
+    LAB SCALE) INCOMPLETE."""
+    untraced = traced.untraced
     lines = [gate_line(v) for v in verdicts]
     judged = {v.name.split()[0].upper() for v in verdicts}
     missing = [g for g in GATES if g not in judged]
@@ -197,7 +202,7 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
         if custom else scale_summary(results)
     return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied),
-                    tuple(differs), array_text(results, verdicts), tuple(untraced))
+                    tuple(differs), array_text(results, verdicts), tuple(untraced), traced.notes)
 
 
 def array_text(results: dict, verdicts: tuple[Verdict, ...]) -> str:
@@ -240,10 +245,10 @@ def untied(gate_run, runs) -> tuple[str, ...]:
 def bundle_headlines(folder: Path) -> list[Headline]:
     """The decisions of a report bundle (one per gate run under ``evidence/``), buyer's thresholds first."""
     from fxprobe.report.collect import read_run
-    from fxprobe.report.provenance import untraced
+    from fxprobe.report.provenance import provenance
     from fxprobe.report.rejudge import differences
     runs = [read_run(p) for p in sorted((Path(folder) / "evidence").iterdir()) if (p / "results.json").is_file()] \
         if (Path(folder) / "evidence").is_dir() else []
     heads = [headline(run.name, run.results, run.gates, untied(run, runs), differences(run, runs),
-                      untraced(run, runs)) for run in runs if run.gates]
+                      provenance(run, runs)) for run in runs if run.gates]
     return sorted(heads, key=lambda h: h.thresholds != "buyer's thresholds")

@@ -18,7 +18,7 @@ from fxprobe.report.headline import Headline, headline, untied
 from fxprobe.report.rejudge import differences
 from fxprobe.report.machines import Machine, machines
 from fxprobe.report.notes import Note, notes
-from fxprobe.report.provenance import untraced
+from fxprobe.report.provenance import provenance
 
 COMMAND_WIDTH = 110      # a folded command line in report.md is cut here (whole in commands.jsonl)
 MAX_GROUPS = 40          # command lines per run in report.md before "... N more"
@@ -185,7 +185,7 @@ def build_model(title: str, created: str, runs: list[RunView], figures: dict[str
     gate_runs = [run for run in runs if run.gates]
     gate_runs.sort(key=lambda run: headline(run.name, run.results, ()).thresholds != "buyer's thresholds")
     heads = tuple(headline(run.name, run.results, run.gates, untied(run, runs), differences(run, runs),
-                           untraced(run, runs))
+                           provenance(run, runs))
                   for run in gate_runs)
     gate_tables = tuple(table(v, run, runs, plots) for run in gate_runs for v in run.gates)
     matrix, columns = threshold_matrix(gate_runs)

@@ -1,33 +1,97 @@
 """The measuring programs of a gate run's evidence that cannot be traced to a package (:mod:`fxprobe.tools.dpkg`).
 
-A figure is only as good as the program that printed it. Each run's environment.json says where every wrapped tool
-came from; a run that ran a copy no package installed, or a file changed since its package installed it, gave
-figures nobody can tie to a release: a gate run that read it is never ACCEPTED (the headline says INCOMPLETE and
-names the run, the tool and the file). Only the tools a run ran on its own machine count (its commands.jsonl); a
-tool it never started is a warning of the machine, not of its figures.
+A figure is only as good as the program that printed it. Each run says where its programs came from: its
+environment.json for the programs on its own machine (``tool_origins``), its origins.jsonl for the measuring programs
+it ran on other nodes (fio servers, the ib_read_bw client and server, a fault run's load in a lab guest: recorded by
+:func:`fxprobe.tools.dpkg.witness` before they ran). A gate run that read a run which ran a copy no package
+installed, a file changed since its package installed it, or one whose origin could not be checked is never
+ACCEPTED (INCOMPLETE, naming the run, the program, the node and the file) - unless the buyer's gates file names
+that file's SHA-256 in ``[provenance] trusted_builds``, which the report prints beside it. Only the programs a run
+started count (its commands.jsonl); a measuring program another node ran with no origin recorded (a run older than
+origins.jsonl) is printed, not judged. A fleet run's node sub-runs are read as runs of their own.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from fxprobe.report.collect import RunView, recorded_evidence
+from fxprobe.core.errors import BadInput
+from fxprobe.core.rundir import RunDir
+from fxprobe.report.collect import RunView, read_run, recorded_evidence, sub_run_folders
+from fxprobe.report.commands import Command
 from fxprobe.report.machines import read_environment
-from fxprobe.tools.dpkg import NOT_TRACEABLE
+from fxprobe.tools.dpkg import MEASURING, NOT_TRACEABLE
+
+TRUSTED = "TRUSTED BUILD (gates file [provenance])"
+UNRECORDED = "ORIGIN NOT RECORDED"
 
 
-def untraced_tools(run: RunView) -> list[str]:
-    """One line per tool ``run`` started on its own machine whose origin is CHANGED or NOT INSTALLED BY A PACKAGE."""
-    env = read_environment(run) or {}
-    origins = (env.get("items") or {}).get("tool_origins")
+@dataclass(frozen=True)
+class Provenance:
+    untraced: tuple[str, ...] = ()    # programs no package installed, changed since, or not checked: never ACCEPTED
+    notes: tuple[str, ...] = ()       # builds the buyer trusts by SHA-256, programs with no origin recorded
+
+
+def trusted_builds(gate_run: RunView) -> dict[str, str]:
+    """{sha256: why} from the [provenance] the gate run recorded with its thresholds."""
+    recorded = gate_run.results.get("thresholds")
+    table = recorded.get("provenance") if isinstance(recorded, dict) else None
+    builds = table.get("trusted_builds") if isinstance(table, dict) else None
+    return {str(b.get("sha256")): str(b.get("why", "")) for b in builds or [] if isinstance(b, dict)}
+
+
+def measuring_program(command: Command) -> str | None:
+    """The measuring program a command ran on its node (``timeout 66 stdbuf -oL ib_read_bw ...``: ib_read_bw)."""
+    return next((os.path.basename(w) for w in command.words if os.path.basename(w) in MEASURING), None)
+
+
+def _judged(where: str, origin: dict, trusted: dict[str, str], untraced: list[str], notes: list[str]) -> None:
+    line = f"{where} {origin.get('path') or '?'} {origin.get('state')} ({origin.get('detail')})"
+    if origin.get("sha256") in trusted:
+        notes.append(f"{TRUSTED}: {where} {origin.get('path')} sha256 {origin.get('sha256')}: "
+                     f"{trusted[origin['sha256']]}")
+    elif origin.get("state") in NOT_TRACEABLE:
+        untraced.append(line)
+
+
+def _local(run: RunView, trusted: dict[str, str], untraced: list[str], notes: list[str]) -> None:
+    """The tools a run started on its own machine, against its environment.json."""
+    origins = ((read_environment(run) or {}).get("items") or {}).get("tool_origins")
     if not isinstance(origins, dict):
-        return []
-    ran = {os.path.basename(c.words[0]) for c in run.command_records if c.host == "local" and c.words}
-    return [f"{run.name}: {name} {o.get('path')} {o.get('state')} ({o.get('detail')})"
-            for name, o in origins.items() if isinstance(o, dict) and o.get("state") in NOT_TRACEABLE
-            and os.path.basename(str(o.get("path"))) in ran]
+        return
+    local = [c for c in run.command_records if c.host == "local" and c.words]
+    ran = {os.path.basename(c.words[0]) for c in local} | {p for p in map(measuring_program, local) if p}
+    for name, origin in origins.items():
+        if isinstance(origin, dict) and os.path.basename(str(origin.get("path"))) in ran:
+            _judged(f"{run.name}: {name}", origin, trusted, untraced, notes)
 
 
-def untraced(gate_run: RunView, runs: list[RunView]) -> tuple[str, ...]:
-    """The untraced tools of every folder the gate run read that is in the report, intact."""
-    return tuple(line for run in recorded_evidence(gate_run, runs) or [] if run for line in untraced_tools(run))
+def _remote(run: RunView, trusted: dict[str, str], untraced: list[str], notes: list[str]) -> None:
+    """The measuring programs a run started on other nodes, against its origins.jsonl."""
+    try:
+        recorded = {(o["host"], o["program"]): o for o in RunDir(run.path).origins()}
+    except BadInput as exc:
+        untraced.append(f"{run.name}: origins.jsonl cannot be read ({exc})")
+        return
+    ran = dict.fromkeys((c.host, p) for c in run.command_records if c.host != "local"
+                        for p in [measuring_program(c)] if p)
+    for host, program in ran:
+        origin = recorded.get((host, program))
+        if origin is None:
+            notes.append(f"{UNRECORDED}: {run.name}: {program} on {host} (the run has no origins.jsonl record of it: "
+                         "an fxprobe before origins.jsonl; its figures are not traced)")
+        else:
+            _judged(f"{run.name}: {program} on {host}", origin, trusted, untraced, notes)
+
+
+def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
+    """Every folder the gate run read that is in the report, intact, and their node sub-runs."""
+    trusted, untraced, notes = trusted_builds(gate_run), [], []
+    pending = [run for run in recorded_evidence(gate_run, runs) or [] if run]
+    while pending:
+        run = pending.pop(0)
+        _local(run, trusted, untraced, notes)
+        _remote(run, trusted, untraced, notes)
+        pending += [read_run(folder) for folder in sub_run_folders(run.path, run.results)]
+    return Provenance(tuple(dict.fromkeys(untraced)), tuple(dict.fromkeys(notes)))

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import NotRunnable, ParseError
-from fxprobe.core.runner import Runner
+from fxprobe.core.hosts import Host, LocalHost, never_connected
+from fxprobe.core.runner import PACKAGE_OF, Runner
 
 ADMINDIR = Path("/var/lib/dpkg")
 MERGED = ("/bin/", "/sbin/", "/lib/", "/lib64/")
@@ -32,7 +33,9 @@ PACKAGED = "packaged, unchanged"
 CHANGED = "CHANGED since its package installed it"
 UNPACKAGED = "NOT INSTALLED BY A PACKAGE"
 UNCHECKED = "not checked"
-NOT_TRACEABLE = (CHANGED, UNPACKAGED)      # a figure such a program printed cannot be tied to a release
+NOT_TRACEABLE = (CHANGED, UNPACKAGED, UNCHECKED)   # a figure such a program printed is not tied to a release
+MEASURING = ("fio", "ib_read_bw", "ib_write_bw", "iperf3")   # what prints the figures on other nodes (witness)
+ORIGIN_SCRIPT = Path(__file__).with_name("origin.sh")
 
 
 @dataclass(frozen=True)
@@ -196,3 +199,74 @@ def tool_origins(runner: Runner, found: dict[str, str], expected: dict[str, str]
         else:
             out[name] = _judged(real, md5, sha256, package, versions.get(package.split(":")[0], ""), listed(package))
     return out
+
+
+# -- a program on another node (SSH, a lab guest) -------------------------------------------------------------------
+def parse_origin_facts(output: str, source: str) -> dict:
+    """origin.sh's output -> {"path", "real", "md5", "sha256", "version", "sums": {"/usr/bin/fio": md5}}, or
+    {"missing": why}."""
+    head, _, sums = output.partition("\nmd5sums\n") if "\nmd5sums\n" in output else (output, "", "")
+    facts: dict = {}
+    for line in head.splitlines():
+        key, _, value = line.partition(" ")
+        facts[key] = value.strip()
+    if "missing" in facts:
+        return {"missing": facts["missing"]}
+    for key in ("path", "real", "md5", "sha256"):
+        if not facts.get(key):
+            raise ParseError(source, key, f"origin.sh printed no {key} line")
+    return {**facts, "sums": parse_md5sums(sums, source)}
+
+
+def _owner_elsewhere(runner: Runner, host: Host, real: str) -> tuple[str, dict[str, str], str]:
+    """The package that lists ``real`` when the expected one does not: (package, its md5sums, version)."""
+    names = merged_names(real)
+    found = runner.run(["dpkg-query", f"--admindir={ADMINDIR}", "--search", *names], timeout=TIMEOUT_S, host=host,
+                       always=True, label="dpkg-search")
+    package = next((p for p in (parse_search(found.stdout, n) for n in names) if p), None)
+    if package is None:
+        return "", {}, ""
+    listed = runner.run(["cat", str(ADMINDIR / "info" / f"{package}.md5sums")], timeout=TIMEOUT_S, host=host,
+                        always=True, label="dpkg-md5sums")
+    shown = runner.run(["dpkg-query", f"--admindir={ADMINDIR}", "--show", "--showformat", "${Package} ${Version}\n",
+                        package], timeout=TIMEOUT_S, host=host, always=True, label="dpkg-version")
+    try:
+        sums = parse_md5sums(listed.stdout, f"{package}.md5sums on {host.name}") if listed.ok else {}
+    except ParseError:
+        sums = {}
+    return package, sums, parse_versions(shown.stdout).get(package.split(":")[0], "")
+
+
+def remote_origin(runner: Runner, host: Host, program: str) -> ToolOrigin:
+    """Where ``program`` on ``host`` comes from, judged as :func:`tool_origins` judges a local one: origin.sh fed to
+    the node's sh prints the file, its digests and its expected package's md5sums (one command); only a file that
+    package does not list costs a ``dpkg-query --search`` there."""
+    package = PACKAGE_OF.get(program, "")
+    result = runner.run(["sh", "-s", "--", str(ADMINDIR), program, package], timeout=TIMEOUT_S, host=host,
+                        input=ORIGIN_SCRIPT.read_text(), always=True, label=f"origin-{program}",
+                        retry_if=never_connected, attempts=3)
+    if not result.ok:
+        return ToolOrigin("", "", UNCHECKED, detail=f"on {host.name}: {result.failure('origin.sh')}")
+    try:
+        facts = parse_origin_facts(result.stdout, f"origin.sh on {host.name}")
+    except ParseError as exc:
+        return ToolOrigin("", "", UNCHECKED, detail=str(exc))
+    if "missing" in facts:
+        return ToolOrigin("", "", UNCHECKED, detail=f"on {host.name}: {facts['missing']}")
+    real, sums, version = facts["real"], facts["sums"], facts.get("version", "")
+    if not any(n in sums for n in merged_names(real)):
+        package, sums, version = _owner_elsewhere(runner, host, real)
+        if not package:
+            return ToolOrigin(real, facts["sha256"], UNPACKAGED, detail=f"no package on {host.name} lists {real}")
+    return _judged(Path(real), facts["md5"], facts["sha256"], package, version, sums)
+
+
+def witness(runner: Runner, host: Host, program: str) -> None:
+    """Before ``program`` measures on another node: record once per run, in the run's origins.jsonl, where that
+    node's copy comes from (this machine's tools are in environment.json already)."""
+    rundir = runner.rundir
+    if isinstance(host, LocalHost) or runner.dry_run or rundir is None:
+        return
+    if any(o.get("host") == host.name and o.get("program") == program for o in rundir.origins()):
+        return
+    rundir.record_origin({"host": host.name, "program": program, **remote_origin(runner, host, program).to_dict()})

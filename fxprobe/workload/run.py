@@ -29,7 +29,7 @@ from fxprobe.core.status import Figures, Status
 from fxprobe.core.verdict import Criterion, Verdict
 from fxprobe.host.safety import TargetCheck
 from fxprobe.tools.blockdev import SystemView
-from fxprobe.tools import fio, fio_logs, procs
+from fxprobe.tools import dpkg, fio, fio_logs, procs
 from fxprobe.tools.fio import Node
 from fxprobe.workload import cache, common_span, fleet
 from fxprobe.workload.cache import CacheDrop
@@ -280,6 +280,7 @@ class FioServers:
     def __enter__(self) -> "FioServers":
         try:
             for node in self.nodes:
+                dpkg.witness(self.runner, node.host, "fio")       # the fio that measures there: its origin
                 server = ["timeout", str(int(self.lifetime_s)), "fio", f"--server={node.listen}"]
                 self.servers.append((node, server, self.runner.start(server, host=node.host,
                                                                      label=f"fio-server-{node.name}")))
