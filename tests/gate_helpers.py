@@ -157,7 +157,8 @@ def produced_multi_node(nodes: int, fraction: float | None, ceiling_bps: float =
     together = common_span.concurrent([span], own, ceiling_bps)
     return {"workload": {"profile": "qwen25-32b-cold-restore", "direction": "read", "nodes": list(names),
                          "target": "/dev/nvme1n1", "target_check": {"path": "/dev/nvme1n1", "kind": "block"},
-                         "derivation": {"cold": True, "direct": False, "scaled": False}, "notes": [],
+                         "derivation": {"cold": True, "direct": False, "scaled": False,
+                                        "total_bytes": 266_288_889_856}, "notes": [],     # 248 GiB: the minimum
                          "ceiling_bps": ceiling_bps, "fraction_of_ceiling": together.fraction_of_ceiling,
                          "bandwidth_bytes": {"mean": own}, "concurrent": together.to_dict()}}
 

@@ -70,6 +70,12 @@ BENT = {
     "scaled": (lambda w, d: w["derivation"].update(scaled=True), "working set scaled down (--size/--scale)"),
     "scaled note": (lambda w, d: w.update(notes=["working set scaled down: not a full-size run"]),
                     "working set scaled down"),
+    # a full-size run of a profile written small: 16 GiB that the array's DRAM serves to all 8 nodes
+    "cache-sized": (lambda w, d: w["derivation"].update(total_bytes=16 * 2 ** 30),
+                    "working set 16 GiB (17,179,869,184 B) < 248 GiB (g3.readback_working_set_min_gib, built-in "
+                    "defaults): an array's DRAM cache can hold it, so the read-back measures the cache"),
+    "no working set": (lambda w, d: w["derivation"].pop("total_bytes"),
+                       "the run records no working set (workload.derivation.total_bytes: None; need >= 248 GiB"),
 }
 
 
@@ -145,3 +151,15 @@ def test_the_captured_rehearsal_read_back_is_judged_at_lab_scale_and_not_run_wit
     assert lab[NODES].outcome is Outcome.PASS and lab[NODES].measured == 2
     assert buyer[CEILING].outcome is Outcome.NOT_RUN and "working set scaled down" in buyer[CEILING].detail
     assert "nodes" not in buyer[CEILING].detail.split("not a read-back of distinct nodes sharing the array")[1]
+
+
+def test_the_working_set_minimum_is_met_exactly_at_it_and_printed_to_the_byte_that_decides(tmp_path):
+    at, below = bent(lambda w, d: w["derivation"].update(total_bytes=248 * 2 ** 30)), \
+        bent(lambda w, d: w["derivation"].update(total_bytes=248 * 2 ** 30 - 2 ** 20))
+    assert judged(fake_run(tmp_path / "at", "run", at))[CEILING].outcome is Outcome.PASS
+    short = judged(fake_run(tmp_path / "below", "run", below))[CEILING]
+    assert short.outcome is Outcome.NOT_RUN, short.line()
+    assert "working set 247.999 GiB (266,286,923,776 B) < 248 GiB" in short.detail     # never "248.00 < 248"
+    lab = judged(fake_run(tmp_path / "lab", "run", below), load_config(LAB_FILE))[CEILING]
+    assert lab.outcome is Outcome.PASS, lab.line()
+    assert "accepted at lab scale only" in lab.detail and "working set 247.999 GiB" in lab.detail

@@ -23,7 +23,8 @@ G3  runs of ``gate g3`` (``g3.comparisons``): TTFT reduction and throughput gain
     ``run`` results with ``workload.direction`` "read" and 2+ ``workload.nodes`` (see :mod:`fxprobe.gates.readback`):
       ``workload.concurrent.aggregate_bps`` (what the nodes moved while ALL ran: the common span of their bw-log
       windows; none when they never all ran at once: FAIL) x 8 / g3.nic_ceiling_gbps x 100 >= g3.nic_ceiling_min_pct
-      (above 100: ERROR; a run that is not distinct nodes reading a block device direct, full size: NOT RUN), and
+      (above 100: ERROR; a run that is not distinct nodes reading a block device direct, full size, a working set
+      ``workload.derivation.total_bytes`` >= g3.readback_working_set_min_gib: NOT RUN), and
       the number of distinct ``workload.nodes`` other than this machine >= g3.nodes_sharing
 G4  runs with ``command`` "soak" (fxprobe.soak summary): ``duration_s`` / 3600 >= g4.soak_hours_min,
       ``interruptions`` (a count or a list) <= g4.interruptions_max

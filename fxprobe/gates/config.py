@@ -60,6 +60,7 @@ class G3Thresholds(InputModel):
     nodes_sharing: PositiveInt = 8
     nic_ceiling_min_pct: Percent = 90.0
     nic_ceiling_gbps: PositiveFloat = 100.0     # the ceiling the read-back is judged against: the array port's line rate
+    readback_working_set_min_gib: PositiveFloat = 248.0   # the read-back's data: more than an array's cache holds
     concurrency_levels: list[PositiveInt] = [8, 16, 32]    # not a threshold: the levels G3 must compare (R2's)
 
     _band = not_below("throughput_gain_min_pct", "throughput_gain_max_pct")
@@ -116,7 +117,7 @@ THRESHOLD_KEYS = tuple(f"{gate}.{key}" for gate, model in GATE_TABLES.items() fo
 JUDGED_TOGETHER = (("g1.spare_min_pct", "g1.spare_unaccounted_max"),
                    ("g2.line_efficiency_min_pct", "g2.line_rate_gbps"),
                    ("g3.ttft_reduction_min_pct", "g3.throughput_gain_min_pct", "g3.throughput_gain_max_pct"),
-                   ("g3.nic_ceiling_min_pct", "g3.nic_ceiling_gbps"))
+                   ("g3.nic_ceiling_min_pct", "g3.nic_ceiling_gbps", "g3.readback_working_set_min_gib"))
 ThresholdKey = Annotated[str, Field(pattern=r"^g[1-4]\.[a-z0-9_]+$", description="a threshold, gate.key")]
 Reason = Annotated[str, Field(min_length=1, description="why, printed beside the value")]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a file's SHA-256: 64 lowercase hex digits")]

@@ -286,7 +286,7 @@ def missing_levels(seen: set[str], config: GateConfig) -> list[Criterion]:
 
 BENCHMARK_NAME = "TTFT reduction and throughput gain"
 MULTI_NODE_CHECKS = (
-    Judge(CEILING, ("nic_ceiling_min_pct", "nic_ceiling_gbps"), ceiling_criteria),
+    Judge(CEILING, ("nic_ceiling_min_pct", "nic_ceiling_gbps", "readback_working_set_min_gib"), ceiling_criteria),
     Judge(NODES, ("nodes_sharing",), nodes_criteria),
 )
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(

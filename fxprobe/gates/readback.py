@@ -13,10 +13,11 @@ each reason printed:
   direct profile - not a directory, not ``cache=warm`` (the page cache is not the array);
 * the nodes are distinct machines: none is this machine (``local``, ``local:ADDR``, a loopback address, or a node
   the run recorded as a local host) - eight loopback "nodes" are one host;
-* the working set was not scaled down (``--size``/``--scale``: not a full-size run), and the run's own verdict is
-  not FAIL (repeats disagree, no steady state) - with a lab-scaled gates file (``[scale] lab_scaled``) these two
-  are printed beside the verdict instead ("accepted at lab scale"), since the QEMU lab's read-back is scaled down
-  by design.
+* the working set was not scaled down (``--size``/``--scale``: not a full-size run) and is at least
+  ``g3.readback_working_set_min_gib`` (``workload.derivation.total_bytes``: a profile written small reads the array's
+  DRAM cache, not its drives), and the run's own verdict is not FAIL (repeats disagree, no steady state) - with a
+  lab-scaled gates file (``[scale] lab_scaled``) these three are printed beside the verdict instead ("accepted at
+  lab scale"), since the QEMU lab's read-back is scaled down by design.
 
 A fraction above 100 % of the ceiling is ERROR: more than the NIC can carry did not come through it. A repeat
 whose nodes never all ran at once gives no aggregate: FAIL with the reason. ``nodes sharing one array`` counts the
@@ -90,12 +91,30 @@ def fitness(run: RunRecord, config: GateConfig) -> tuple[list[str], list[str]]:
                         "distinct nodes sharing the array")
     scaled = derivation.get("scaled") is True or any(SCALED_NOTE in str(n) for n in run.get("workload.notes", []) or [])
     soft = ([f"{SCALED_NOTE} (--size/--scale): not a full-size run"] if scaled else []) + \
-        ([_failed_own(run)] if run.outcome in (Outcome.FAIL.value, Outcome.NOT_RUN.value) else [])
+        ([_failed_own(run)] if run.outcome in (Outcome.FAIL.value, Outcome.NOT_RUN.value) else []) + \
+        _small_working_set(derivation, config)
     if config.lab_scaled:
         accepted += [f"accepted at lab scale only ({config.source} is lab-scaled): {text}" for text in soft]
     else:
         blocking += soft
     return blocking, accepted
+
+
+def _small_working_set(derivation: dict, config: GateConfig) -> list[str]:
+    """Why the data read back is too little to stand for the array's drives: a working set an array's DRAM cache
+    holds reads at the cache's speed (none: it is large enough)."""
+    need = config.get("g3", "readback_working_set_min_gib")
+    total = derivation.get("total_bytes")
+    where = f"g3.readback_working_set_min_gib, {config.source}"
+    if not isinstance(total, (int, float)) or isinstance(total, bool) or total < 0:
+        return [f"the run records no working set (workload.derivation.total_bytes: {total!r}; need >= "
+                f"{format_number(need)} GiB, {where})"]
+    gib = exact(total) / 2 ** 30
+    if gib >= exact(need):
+        return []
+    shown = format_fixed(gib, deciding_places(gib, ">=", exact(need)))
+    return [f"working set {shown} GiB ({int(total):,} B) < {format_number(need)} GiB ({where}): an array's DRAM "
+            "cache can hold it, so the read-back measures the cache, not the drives"]
 
 
 def ceiling_criteria(evidence: Evidence, config: GateConfig) -> list[Criterion]:

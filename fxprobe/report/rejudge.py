@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fxprobe.core.verdict import Criterion
 from fxprobe.gates.catalog import evaluate_all
-from fxprobe.gates.config import NO_SCALE, ArrayTable, GateConfig
+from fxprobe.gates.config import DEFAULTS, NO_SCALE, ArrayTable, GateConfig
 from fxprobe.gates.engine import Evidence
 from fxprobe.report.collect import recorded_evidence
 
@@ -22,12 +22,14 @@ FILE_INPUTS = ("--measured", "--candidate", "--baseline", "--reference")
 
 
 def recorded_config(results: dict) -> GateConfig | None:
-    """The thresholds a gate run recorded (GateConfig.to_dict), as a config; None when it recorded none."""
+    """The thresholds a gate run recorded (GateConfig.to_dict), as a config; None when it recorded none. A threshold
+    added after the run (g3.readback_working_set_min_gib) takes its default, so the run is judged again by today's
+    rules, and a criterion that changes is named."""
     recorded = results.get("thresholds")
     if not isinstance(recorded, dict) or not isinstance(recorded.get("thresholds"), dict):
         return None
     array = recorded.get("array") if isinstance(recorded.get("array"), dict) else {}
-    return GateConfig({gate: dict(values) for gate, values in recorded["thresholds"].items()},
+    return GateConfig({gate: {**DEFAULTS.get(gate, {}), **values} for gate, values in recorded["thresholds"].items()},
                       str(recorded.get("source", "?")), dict(recorded.get("scale") or NO_SCALE),
                       ArrayTable.model_validate(array, strict=False))
 
