@@ -67,7 +67,7 @@ def signed_verification(base: Path, runs: list[Path]) -> tuple[Path, str]:
     code = main(["--runs", str(Path(base) / "verified"), "-q", "report", "verify", str(Path(base) / "joint-test-report"),
                  "--public-key", str(keys / "vendor.pub")])
     assert code == 0, code
-    (run,) = sorted((Path(base) / "verified").iterdir())
+    (run,) = [p for p in sorted((Path(base) / "verified").iterdir()) if p.is_dir()]
     return run, fingerprint
 
 

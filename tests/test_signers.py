@@ -80,7 +80,7 @@ def test_a_resigned_bundle_is_never_a_pass_without_a_pinned_key(signed, tmp_path
 
 def test_the_genuine_bundle_passes_with_its_signer_trusted_either_way(signed, tmp_path):
     soak = signed[0].parent / "runs"
-    (soak,) = soak.iterdir()
+    (soak,) = [p for p in soak.iterdir() if p.is_dir()]
     code, run = verify_run(tmp_path, signed[0], "--public-key", str(signed[1] / "vendor.pub"))
     assert code == 0 and g4_signed(tmp_path, run, None, soak)["outcome"] == "not run"    # pinned by the verifier
     assert g4_signed(tmp_path, run, f'[g4]\ntrusted_signers = ["{signed[2]}"]\n', soak)["outcome"] == "pass"

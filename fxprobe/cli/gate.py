@@ -10,6 +10,7 @@ from fxprobe.cli.app import finish, pass_app
 from fxprobe.cli.options import SeveralValues
 from fxprobe.core.errors import BadInput
 from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
+from fxprobe.gates import omitted
 from fxprobe.gates.catalog import judge_all
 from fxprobe.gates import g2 as g2_lib
 from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side, one_per_level
@@ -37,8 +38,9 @@ def _single(app, name: str, evidence_paths, config_path, arrays: str | None = No
     evidence = Evidence.from_paths(evidence_paths)
     verdict = GATES[name].evaluate(evidence, config)
     run = app.new_run(f"gate {name}")
-    return finish(app, run, f"gate {name}", _results(verdict, config, evidence_paths),
-                  heading(config) + verdict_lines(verdict), verdict.outcome)
+    results = _results(verdict, config, evidence_paths)
+    return finish(app, run, f"gate {name}", results, heading(config) + verdict_lines(verdict) +
+                  omitted.lines(results["ledger"]), verdict.outcome)
 
 
 def heading(config) -> list[str]:
@@ -48,7 +50,8 @@ def heading(config) -> list[str]:
 
 def _results(verdict: Verdict, config, evidence_paths) -> dict:
     return {"verdict": verdict.to_dict(), "thresholds": config.to_dict(),
-            "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths)}
+            "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths),
+            "ledger": omitted.review(evidence_paths)}
 
 
 def _make_single(name: str, title: str):
@@ -103,8 +106,9 @@ def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths,
     one_per_level([r for _, r in loaded], "measured", "gate g2")     # a second result would replace the first
     run = app.new_run("gate g2")
     verdict, extra = g2_lib.evaluate_g2(run, loaded, ref, evidence, config)
-    return finish(app, run, "gate g2", {**_results(verdict, config, evidence_paths), **extra},
-                  heading(config) + verdict_lines(verdict), verdict.outcome)
+    results = {**_results(verdict, config, evidence_paths), **extra}
+    return finish(app, run, "gate g2", results, heading(config) + verdict_lines(verdict) +
+                  omitted.lines(results["ledger"]), verdict.outcome)
 
 
 @gate.command(name="g3")
@@ -126,8 +130,9 @@ def g3(app, candidates, baselines, evidence_paths, config_path):
     cand_loaded, base_loaded = load_pair(list(candidates), list(baselines))
     run = app.new_run("gate g3")
     verdict, results = evaluate_g3(run, cand_loaded, base_loaded, evidence, config)
-    return finish(app, run, "gate g3", {**_results(verdict, config, evidence_paths), **results},
-                  heading(config) + verdict_lines(verdict), verdict.outcome)
+    results = {**_results(verdict, config, evidence_paths), **results}
+    return finish(app, run, "gate g3", results, heading(config) + verdict_lines(verdict) +
+                  omitted.lines(results["ledger"]), verdict.outcome)
 
 
 @gate.command(name="all")

@@ -102,3 +102,18 @@ class OriginRecord(Record):
     package: str = ""
     version: str = ""
     detail: str = ""
+
+
+class LedgerRecord(Record):
+    """One line of a runs folder's ledger.jsonl (:mod:`fxprobe.core.ledger`): a run begun or finished there."""
+
+    seq: PositiveInt
+    prev: str                    # the SHA-256 of the line before ("" for the first)
+    event: Literal["begun", "finished"]
+    run: NonEmptyStr             # the run folder's name
+    at: NonEmptyStr              # UTC
+    command: str | None = None
+    argv: list[str] | None = None
+    outcome: OutcomeText | None = None
+    dry_run: bool | None = None
+    manifest_sha256: str | None = None

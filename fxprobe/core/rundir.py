@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
+from fxprobe.core import ledger
 from fxprobe.core.errors import EXIT_ERROR, BadInput, FxprobeError
 from fxprobe.core.manifest import bundle_around
 from fxprobe.core.manifest import compare as compare_manifest
@@ -141,6 +142,7 @@ class RunDir:
         if earlier:
             self._known["resumed"] = [*earlier.get("resumed", []), utc_stamp()]
         self._write_envelope(Outcome.ERROR, {}, DID_NOT_FINISH, None)
+        self._ledger(event="begun", command=command, argv=self._envelope["argv"])
         return self
 
     def note(self, **fields: Any) -> None:
@@ -163,7 +165,18 @@ class RunDir:
                                     outcome.exit_code if exit_code is None else exit_code)
         self.finished = True
         self.finalize()
+        self._ledger(event="finished", command=self._envelope["command"], outcome=Outcome(outcome).value,
+                     dry_run=bool(self._known.get("dry_run") or results.get("dry_run")),
+                     manifest_sha256=self.manifest_sha256())
         return data
+
+    def _ledger(self, **record: Any) -> None:
+        """A line in the ledger of the folder this run is in (fxprobe.core.ledger); a folder that cannot take one
+        leaves the run as it is (the gate says the run has no finished line)."""
+        try:
+            ledger.append(self.path.parent, {"run": self.path.name, "at": utc_stamp(), **record})
+        except OSError:
+            pass
 
     def fail(self, reason: str, exit_code: int = EXIT_ERROR) -> dict | None:
         """Record outcome "error" with the reason and exit code (no-op once finished, or before begin())."""

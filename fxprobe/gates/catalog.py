@@ -345,6 +345,7 @@ def evaluate_all(evidence: Evidence, config: GateConfig) -> list:
 def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, dict, list[str]]:
     """``gate all`` as a library call: (outcome, the results a run records, the lines a person reads)."""
     from fxprobe.core.verdict import combine
+    from fxprobe.gates import omitted
     from fxprobe.gates.engine import summary_row, verdict_lines
     verdicts = evaluate_all(Evidence.from_paths(evidence_paths), config)
     human = [f"gate table ({config.source}):"] + (config.scale_lines() if config.custom else [])
@@ -352,5 +353,6 @@ def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, 
     for verdict in verdicts:
         human += verdict_lines(verdict)
     results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),
-               "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths)}
-    return combine([v.outcome for v in verdicts]), results, human
+               "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths),
+               "ledger": omitted.review(evidence_paths)}
+    return combine([v.outcome for v in verdicts]), results, human + omitted.lines(results["ledger"])

@@ -44,7 +44,8 @@ class BuiltReport:
                 "decisions": [{"decision": h.decision.value, "thresholds": h.thresholds, "source": h.source,
                                "gate_run": h.run, "gates": [g.line() for g in h.gates], "untied": list(h.untied),
                                "differs": list(h.differs), "untraced": list(h.untraced),
-                               "origin_notes": list(h.origin_notes), "array": h.array}
+                               "origin_notes": list(h.origin_notes), "not_given": list(h.not_given),
+                               "array": h.array}
                               for h in self.headlines],
                 "altered": list(self.altered)}
 

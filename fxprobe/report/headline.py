@@ -28,6 +28,7 @@ from pathlib import Path
 
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 from fxprobe.gates.config import CUSTOM, departure_text, departures
+from fxprobe.gates import omitted
 from fxprobe.gates.measured_array import NAME
 from fxprobe.report.ceilings import artefact
 from fxprobe.report.provenance import Provenance
@@ -92,6 +93,7 @@ class Headline:
     array: str = ""              # the array the G2-G4 evidence measured, as the gate run judged it, and the period
     untraced: tuple[str, ...] = ()  # tools its evidence ran that no package installed, or changed since (never ACCEPTED)
     origin_notes: tuple[str, ...] = ()  # builds the buyer trusts by SHA-256; programs with no origin recorded
+    not_given: tuple[str, ...] = ()  # measuring runs the ledger beside its evidence lists that it was not given
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
@@ -104,7 +106,7 @@ class Headline:
         out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
         out += [f"  NOT WHAT ITS EVIDENCE GIVES: {line}" for line in self.differs]
         out += [f"  TOOL NOT TRACEABLE: {line}" for line in self.untraced]
-        out += [f"  {line}" for line in self.origin_notes]
+        out += [f"  {line}" for line in self.origin_notes + self.not_given]
         return out
 
 
@@ -202,7 +204,8 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
         if custom else scale_summary(results)
     return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied),
-                    tuple(differs), array_text(results, verdicts), tuple(untraced), traced.notes)
+                    tuple(differs), array_text(results, verdicts), tuple(untraced), traced.notes,
+                    tuple(omitted.lines(results.get("ledger"))))
 
 
 def array_text(results: dict, verdicts: tuple[Verdict, ...]) -> str:
