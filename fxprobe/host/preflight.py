@@ -23,15 +23,6 @@ from fxprobe.tools import sysinfo
 from fxprobe.tools.dpkg import NOT_TRACEABLE, UNCHECKED, ToolOrigin
 
 
-def origin_fix(name: str, origin: ToolOrigin) -> str:
-    if origin.state == UNCHECKED:
-        return ("install dpkg (dpkg-query) so the origin can be checked, or have the buyer name the file's SHA-256 "
-                "in gates.toml [provenance] trusted_builds")
-    if origin.package:
-        return f"apt-get install --reinstall {origin.package}"
-    return f"run the distribution's {name} (remove {origin.path} from PATH, or install the package)"
-
-
 @dataclass(frozen=True)
 class KnobWarning(AsDict):
     knob: str
@@ -71,6 +62,16 @@ def nic_firmware(runner: Runner, name: str) -> dict | None:
 
 
 # -- the log ----------------------------------------------------------------------
+def origin_fix(name: str, origin: ToolOrigin) -> str:
+    """What a tool_origin warning tells the operator to do: reinstall, take the copy off PATH, or make it checkable."""
+    if origin.state == UNCHECKED:
+        return ("install dpkg (dpkg-query) so the origin can be checked, or have the buyer name the file's SHA-256 "
+                "in gates.toml [provenance] trusted_builds")
+    if origin.package:
+        return f"apt-get install --reinstall {origin.package}"
+    return f"run the distribution's {name} (remove {origin.path} from PATH, or install the package)"
+
+
 def collect(runner: Runner, interfaces: list[str] | None = None, tool_cache: ToolVersionCache | None = None) -> Preflight:
     """The preflight log; with ``tool_cache``, tool versions its unchanged binaries gave before (host.tool_versions)."""
     pf = Preflight()

@@ -183,12 +183,14 @@ def _rdma_with_fresh_servers(runner: Runner, settings: Settings, options: dict, 
                              server_host: Host) -> perftest.PerftestResult:
     """One client run per server started: an ib_read_bw server serves one connection, and one that rejected or
     lost a connect attempt does not take the next (a loaded soft-RoCE lab: REJECTED, then a client that hung,
-    then "Unable to init the socket connection"). Every attempt's commands are in the evidence."""
+    then "Unable to init the socket connection"; once, in the CI lab, a server whose ssh ended at once with exit
+    code 255 and no output). Every attempt's commands are in the evidence."""
     failure = None
     for _ in range(RDMA_SERVER_ATTEMPTS):
-        server = _start_server(runner, perftest.perftest_argv("ib_read_bw", None, **{**options, "device": None}),
-                               server_host, settings.duration, ready_marker="Waiting for client")
+        server = None
         try:
+            server = _start_server(runner, perftest.perftest_argv("ib_read_bw", None, **{**options, "device": None}),
+                                   server_host, settings.duration, ready_marker="Waiting for client")
             return perftest.run_bw_client(runner, settings.peer, timeout=settings.duration + 60, host=client,
                                           report_gbits=True, **options)
         except ToolError as exc:
