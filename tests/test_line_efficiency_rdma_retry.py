@@ -19,6 +19,12 @@ from fxprobe.network.line_efficiency import Settings
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"
 
 
+@pytest.fixture(autouse=True)
+def no_wait(monkeypatch):
+    """The attempts follow each other at once here (the lab waits RETRY_WAIT_S x the attempt's number)."""
+    monkeypatch.setattr(line_efficiency, "RETRY_WAIT_S", 0)
+
+
 def stand_ins(folder: Path, client_failures: int) -> Path:
     """ib_read_bw: a server (no address given) says it waits and sleeps; a client fails ``client_failures``
     times (as the lab's did), then prints the captured report. Each server start is counted."""

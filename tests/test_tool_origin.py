@@ -258,6 +258,10 @@ def test_a_copy_on_a_node_blocks_the_decision_unless_the_buyer_trusts_its_sha256
     assert head.decision is Decision.INCOMPLETE, head.lines()
     assert head.untraced == (f"{line.name}: ib_read_bw on host1 {bin_dir / 'ib_read_bw'} NOT INSTALLED BY A PACKAGE "
                              f"(no package on local lists {bin_dir / 'ib_read_bw'})",)
+    # the gate run said so already, under its verdicts (information: the gates judge figures, the report decides)
+    from gate_helpers import runs_of
+    gate_run = json.loads((runs_of(tmp_path / "copy", "gate all")[-1] / "results.json").read_text())
+    assert gate_run["provenance"]["untraced"] == list(head.untraced)
     why = "perftest 6.06 built by the buyer's lab"
     trusted, line = remote_report_over(tmp_path / "trusted", copy, [{"sha256": copy.sha256, "why": why}])
     (head,) = trusted.headlines

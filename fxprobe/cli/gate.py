@@ -10,8 +10,7 @@ from fxprobe.cli.app import finish, pass_app
 from fxprobe.cli.options import SeveralValues
 from fxprobe.core.errors import BadInput
 from fxprobe.gates import GATES, Evidence, load_config, verdict_lines
-from fxprobe.gates import omitted
-from fxprobe.gates.catalog import judge_all
+from fxprobe.gates.catalog import aside_lines, asides, judge_all
 from fxprobe.gates import g2 as g2_lib
 from fxprobe.gates.g3 import evaluate_g3, load_pair, load_side, one_per_level
 from fxprobe.core.verdict import Verdict
@@ -40,7 +39,7 @@ def _single(app, name: str, evidence_paths, config_path, arrays: str | None = No
     run = app.new_run(f"gate {name}")
     results = _results(verdict, config, evidence_paths)
     return finish(app, run, f"gate {name}", results, heading(config) + verdict_lines(verdict) +
-                  omitted.lines(results["ledger"]), verdict.outcome)
+                  aside_lines(results), verdict.outcome)
 
 
 def heading(config) -> list[str]:
@@ -51,7 +50,7 @@ def heading(config) -> list[str]:
 def _results(verdict: Verdict, config, evidence_paths) -> dict:
     return {"verdict": verdict.to_dict(), "thresholds": config.to_dict(),
             "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths),
-            "ledger": omitted.review(evidence_paths)}
+            **asides(evidence_paths, config)}
 
 
 def _make_single(name: str, title: str):
@@ -108,7 +107,7 @@ def g2(app, measured, reference, ttft_column, throughput_column, evidence_paths,
     verdict, extra = g2_lib.evaluate_g2(run, loaded, ref, evidence, config)
     results = {**_results(verdict, config, evidence_paths), **extra}
     return finish(app, run, "gate g2", results, heading(config) + verdict_lines(verdict) +
-                  omitted.lines(results["ledger"]), verdict.outcome)
+                  aside_lines(results), verdict.outcome)
 
 
 @gate.command(name="g3")
@@ -132,7 +131,7 @@ def g3(app, candidates, baselines, evidence_paths, config_path):
     verdict, results = evaluate_g3(run, cand_loaded, base_loaded, evidence, config)
     results = {**_results(verdict, config, evidence_paths), **results}
     return finish(app, run, "gate g3", results, heading(config) + verdict_lines(verdict) +
-                  omitted.lines(results["ledger"]), verdict.outcome)
+                  aside_lines(results), verdict.outcome)
 
 
 @gate.command(name="all")

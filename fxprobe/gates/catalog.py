@@ -52,6 +52,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from fxprobe.faults.scenario import LINK_KINDS
+from fxprobe.gates import omitted
 from fxprobe.gates.config import GateConfig
 from fxprobe.gates.engine import Check, Evidence, Gate, Judge, OutcomeCheck, Requirement, RunRecord, errored, per_run
 from fxprobe.gates.g1 import UNITS as G1_UNITS
@@ -342,10 +343,25 @@ def evaluate_all(evidence: Evidence, config: GateConfig) -> list:
     return [gate.evaluate(evidence, config) for gate in GATES.values()]
 
 
+def asides(evidence_paths: list[Path], config: GateConfig) -> dict:
+    """What a gate run records beside its verdicts, never a criterion: the measuring runs the ledger beside its
+    evidence lists that it was not given (gates.omitted), and the programs its evidence ran that cannot be traced
+    to a package (report.provenance: the report's decision is INCOMPLETE over them)."""
+    from fxprobe.report.provenance import review_folders, trusted_from
+    traced = review_folders(list(evidence_paths), trusted_from(config.to_dict()))
+    return {"ledger": omitted.review(evidence_paths),
+            "provenance": {"untraced": list(traced.untraced), "notes": list(traced.notes)}}
+
+
+def aside_lines(results: dict) -> list[str]:
+    recorded = results.get("provenance") if isinstance(results.get("provenance"), dict) else {}
+    return [f"TOOL NOT TRACEABLE: {line}" for line in recorded.get("untraced") or []] + \
+        list(recorded.get("notes") or []) + omitted.lines(results.get("ledger"))
+
+
 def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, dict, list[str]]:
     """``gate all`` as a library call: (outcome, the results a run records, the lines a person reads)."""
     from fxprobe.core.verdict import combine
-    from fxprobe.gates import omitted
     from fxprobe.gates.engine import summary_row, verdict_lines
     verdicts = evaluate_all(Evidence.from_paths(evidence_paths), config)
     human = [f"gate table ({config.source}):"] + (config.scale_lines() if config.custom else [])
@@ -354,5 +370,5 @@ def judge_all(evidence_paths: list[Path], config: GateConfig) -> tuple[Outcome, 
         human += verdict_lines(verdict)
     results = {"gates": [v.to_dict() for v in verdicts], "thresholds": config.to_dict(),
                "evidence": [str(p) for p in evidence_paths], "evidence_runs": Evidence.record(evidence_paths),
-               "ledger": omitted.review(evidence_paths)}
-    return combine([v.outcome for v in verdicts]), results, human + omitted.lines(results["ledger"])
+               **asides(evidence_paths, config)}
+    return combine([v.outcome for v in verdicts]), results, human + aside_lines(results)

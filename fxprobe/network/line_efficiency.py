@@ -30,6 +30,7 @@ DEFAULT_DURATION = 10
 DEFAULT_PORT = 18515
 SERVER_GRACE = 60             # seconds the peer's server may outlive the planned run
 RDMA_SERVER_ATTEMPTS = 3      # ib_read_bw client runs, each against a server of its own (fxprobe starts the server)
+RETRY_WAIT_S = 3              # before the second attempt 3 s, before the third 6 s
 
 
 def tcp_payload_efficiency(mtu: int) -> float:
@@ -183,10 +184,13 @@ def _rdma_with_fresh_servers(runner: Runner, settings: Settings, options: dict, 
                              server_host: Host) -> perftest.PerftestResult:
     """One client run per server started: an ib_read_bw server serves one connection, and one that rejected or
     lost a connect attempt does not take the next (a loaded soft-RoCE lab: REJECTED, then a client that hung,
-    then "Unable to init the socket connection"; once, in the CI lab, a server whose ssh ended at once with exit
-    code 255 and no output). Every attempt's commands are in the evidence."""
+    then "Unable to init the socket connection"; in the CI lab, with the unit tests running beside it, a client and
+    a server both ended by a signal as their run ended, then servers ended by one at once, exit code 255 and no
+    output: each attempt after the first waits RETRY_WAIT_S x its number first). Every attempt's commands are in the
+    evidence."""
     failure = None
-    for _ in range(RDMA_SERVER_ATTEMPTS):
+    for attempt in range(RDMA_SERVER_ATTEMPTS):
+        time.sleep(RETRY_WAIT_S * attempt)
         server = None
         try:
             server = _start_server(runner, perftest.perftest_argv("ib_read_bw", None, **{**options, "device": None}),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from fxprobe.core.errors import BadInput
 from fxprobe.core.rundir import RunDir
@@ -35,7 +36,11 @@ class Provenance:
 
 def trusted_builds(gate_run: RunView) -> dict[str, str]:
     """{sha256: why} from the [provenance] the gate run recorded with its thresholds."""
-    recorded = gate_run.results.get("thresholds")
+    return trusted_from(gate_run.results.get("thresholds"))
+
+
+def trusted_from(recorded) -> dict[str, str]:
+    """{sha256: why} of a gates config as recorded (GateConfig.to_dict)."""
     table = recorded.get("provenance") if isinstance(recorded, dict) else None
     builds = table.get("trusted_builds") if isinstance(table, dict) else None
     return {str(b.get("sha256")): str(b.get("why", "")) for b in builds or [] if isinstance(b, dict)}
@@ -85,13 +90,34 @@ def _remote(run: RunView, trusted: dict[str, str], untraced: list[str], notes: l
             _judged(f"{run.name}: {program} on {host}", origin, trusted, untraced, notes)
 
 
-def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
-    """Every folder the gate run read that is in the report, intact, and their node sub-runs."""
-    trusted, untraced, notes = trusted_builds(gate_run), [], []
-    pending = [run for run in recorded_evidence(gate_run, runs) or [] if run]
+def review(runs: list[RunView], trusted: dict[str, str]) -> Provenance:
+    """The programs ``runs`` and their node sub-runs started, against what each recorded of their origins."""
+    untraced, notes = [], []
+    pending = list(runs)
     while pending:
         run = pending.pop(0)
         _local(run, trusted, untraced, notes)
         _remote(run, trusted, untraced, notes)
         pending += [read_run(folder) for folder in sub_run_folders(run.path, run.results)]
     return Provenance(tuple(dict.fromkeys(untraced)), tuple(dict.fromkeys(notes)))
+
+
+def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
+    """Every folder the gate run read that is in the report, intact, with the builds its gates file trusted."""
+    return review([run for run in recorded_evidence(gate_run, runs) or [] if run], trusted_builds(gate_run))
+
+
+def review_folders(paths: list[Path], trusted: dict[str, str]) -> Provenance:
+    """What a gate prints under its verdicts: the same review over the folders it was given (one it cannot read as a
+    run is an ERROR in its criteria already)."""
+    runs = []
+    for path in paths:
+        try:
+            runs.append(read_run(Path(path)))
+        except BadInput:
+            continue
+    return review(runs, trusted)
+
+
+def lines(traced: Provenance) -> list[str]:
+    return [f"TOOL NOT TRACEABLE: {line}" for line in traced.untraced] + list(traced.notes)
