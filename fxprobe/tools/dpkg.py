@@ -22,7 +22,7 @@ from pathlib import Path
 
 from fxprobe.core.data import AsDict
 from fxprobe.core.errors import NotRunnable, ParseError
-from fxprobe.core.hosts import Host, LocalHost, never_connected
+from fxprobe.core.hosts import LOCAL, Host, LocalHost, never_connected
 from fxprobe.core.runner import PACKAGE_OF, Runner
 
 ADMINDIR = Path("/var/lib/dpkg")
@@ -113,10 +113,10 @@ def package_md5sums(package: str, admindir: Path = ADMINDIR) -> dict[str, str]:
     return {}
 
 
-def _search(runner: Runner, names: list[str], admindir: Path) -> dict[str, str]:
+def _search(runner: Runner, names: list[str], admindir: Path, host: Host = LOCAL) -> dict[str, str]:
     """{name: package} for each of ``names`` some package owns: one ``dpkg-query --search`` for all of them (it
     reads every package's file list once, seconds in an emulated guest); exit code 1 only says one was not found."""
-    result = runner.run(["dpkg-query", f"--admindir={admindir}", "--search", *names], timeout=TIMEOUT_S,
+    result = runner.run(["dpkg-query", f"--admindir={admindir}", "--search", *names], timeout=TIMEOUT_S, host=host,
                         always=True, label="dpkg-search")
     owners = {}
     for name in names:
@@ -126,11 +126,11 @@ def _search(runner: Runner, names: list[str], admindir: Path) -> dict[str, str]:
     return owners
 
 
-def _versions(runner: Runner, packages: set[str], admindir: Path) -> dict[str, str]:
+def _versions(runner: Runner, packages: set[str], admindir: Path, host: Host = LOCAL) -> dict[str, str]:
     if not packages:
         return {}
     result = runner.run(["dpkg-query", f"--admindir={admindir}", "--show", "--showformat", "${Package} ${Version}\n",
-                         *sorted(packages)], timeout=TIMEOUT_S, always=True, label="dpkg-version")
+                         *sorted(packages)], timeout=TIMEOUT_S, host=host, always=True, label="dpkg-version")
     return parse_versions(result.stdout)
 
 
@@ -205,7 +205,7 @@ def tool_origins(runner: Runner, found: dict[str, str], expected: dict[str, str]
 def parse_origin_facts(output: str, source: str) -> dict:
     """origin.sh's output -> {"path", "real", "md5", "sha256", "version", "sums": {"/usr/bin/fio": md5}}, or
     {"missing": why}."""
-    head, _, sums = output.partition("\nmd5sums\n") if "\nmd5sums\n" in output else (output, "", "")
+    head, _, sums = output.partition("\nmd5sums\n")
     facts: dict = {}
     for line in head.splitlines():
         key, _, value = line.partition(" ")
@@ -221,20 +221,17 @@ def parse_origin_facts(output: str, source: str) -> dict:
 def _owner_elsewhere(runner: Runner, host: Host, real: str) -> tuple[str, dict[str, str], str]:
     """The package that lists ``real`` when the expected one does not: (package, its md5sums, version)."""
     names = merged_names(real)
-    found = runner.run(["dpkg-query", f"--admindir={ADMINDIR}", "--search", *names], timeout=TIMEOUT_S, host=host,
-                       always=True, label="dpkg-search")
-    package = next((p for p in (parse_search(found.stdout, n) for n in names) if p), None)
+    searched = _search(runner, names, ADMINDIR, host)
+    package = next((searched[n] for n in names if n in searched), None)
     if package is None:
         return "", {}, ""
     listed = runner.run(["cat", str(ADMINDIR / "info" / f"{package}.md5sums")], timeout=TIMEOUT_S, host=host,
                         always=True, label="dpkg-md5sums")
-    shown = runner.run(["dpkg-query", f"--admindir={ADMINDIR}", "--show", "--showformat", "${Package} ${Version}\n",
-                        package], timeout=TIMEOUT_S, host=host, always=True, label="dpkg-version")
     try:
         sums = parse_md5sums(listed.stdout, f"{package}.md5sums on {host.name}") if listed.ok else {}
     except ParseError:
         sums = {}
-    return package, sums, parse_versions(shown.stdout).get(package.split(":")[0], "")
+    return package, sums, _versions(runner, {package}, ADMINDIR, host).get(package.split(":")[0], "")
 
 
 def remote_origin(runner: Runner, host: Host, program: str) -> ToolOrigin:
