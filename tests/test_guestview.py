@@ -108,9 +108,11 @@ def test_the_sampling_loop_forks_no_process_a_sample_under_bash_and_sh_does(tmp_
     samples = guestview.parse_sampling(text, guestview.parse_host_view)
     assert len(samples) >= 5 and all(b - a >= 0.2 for (a, _), (b, _) in zip(samples, samples[1:]))
     assert not calls.exists(), calls.read_text()
-    subprocess.run(["sh", *argv[1:]], capture_output=True, text=True, timeout=30, env=env, check=True)
+    # the twin: sh forks date for every sample it prints, and sleep between them (a loaded machine prints fewer)
+    text = subprocess.run(["sh", *argv[1:]], capture_output=True, text=True, timeout=30, env=env, check=True).stdout
+    sampled = len(guestview.parse_sampling(text, guestview.parse_host_view))
     forked = calls.read_text().split()
-    assert forked.count("date") >= 5 and forked.count("sleep") >= 5, forked
+    assert sampled >= 2 and forked.count("date") >= sampled and forked.count("sleep") >= sampled - 1, forked
 
 
 def timeouts_tree(root: Path) -> Path:

@@ -38,7 +38,9 @@ def dir_run(tmp_path_factory):
     target = base / "target"
     target.mkdir()
     run = RunDir.create(base / "runs", "run")
-    result = run_profile("small-file-dataset", str(target), runner=Runner(run), overrides={"jobs": 4}, **SMALL)
+    # 2 s: a loaded machine (CI's two workers) logged too few 250 ms windows of a 1 s repeat to judge steadiness
+    result = run_profile("small-file-dataset", str(target), runner=Runner(run), overrides={"jobs": 4},
+                         **{**SMALL, "runtime": 2.0})
     return result, run
 
 
@@ -46,7 +48,8 @@ def test_directory_run_has_three_repeats_cv_steady_state_and_merged_p99(dir_run)
     result, run = dir_run
     assert len(result.repeats) == 3
     assert result.bandwidth.mean > 0 and result.bandwidth.cv_pct >= 0
-    assert all(r.steady.samples >= 1 and r.steady.detail for r in result.repeats)
+    assert all(r.steady.samples >= 3 and r.steady.max_deviation_pct is not None for r in result.repeats), \
+        [r.steady.detail for r in result.repeats]
     merged = fio.merge_bins(*(r.bins for r in result.repeats))
     assert result.latency_samples == sum(merged.values()) == sum(sum(r.bins.values()) for r in result.repeats)
     assert result.percentiles_ns[99.0] == fio.percentile_from_bins(merged, 99.0)
