@@ -33,6 +33,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from fxprobe.core.errors import BadInput
 from fxprobe.core.schema import validate
+from fxprobe.workload import benchmark_checks
 
 FORMAT_VLLM = "vllm-bench-serve"
 FORMAT_LONG_DOC_JSON = "lmcache-long-doc-qa-json"
@@ -168,13 +169,18 @@ class VllmBenchServe(BaseModel):
 def parse_vllm_bench(data: dict, source: str) -> BenchmarkResult:
     """``vllm bench serve --save-result`` JSON (ms latencies) -> BenchmarkResult."""
     bench = validate(VllmBenchServe, data, source)
+    problems, checked = benchmark_checks.self_check(data)
+    if problems:
+        raise BadInput(f"{source}: {'; '.join(problems)}: these are not the figures vLLM writes from the file's own "
+                       "counts (edited, rounded or taken from another run)",
+                       hint="pass the file vllm bench serve --save-result wrote, unedited")
     ttft: dict[str, float] = {}
     p50 = bench.p50_ttft_ms if bench.p50_ttft_ms is not None else bench.median_ttft_ms
     for key, value in (("p50", p50), ("p90", bench.p90_ttft_ms), ("p99", bench.p99_ttft_ms),
                        ("mean", bench.mean_ttft_ms)):
         if value is not None:
             ttft[key] = value / 1000.0
-    notes = []
+    notes = [checked]
     if bench.ttfts:
         added = {k: v for k, v in percentiles(bench.ttfts).items() if k not in ttft}
         ttft.update(added)
