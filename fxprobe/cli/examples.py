@@ -80,6 +80,10 @@ EXAMPLES: dict[str, list[str]] = {
              f"fxprobe soak {PROFILE} --duration 30m --target /dev/nvme1n1 --allow-serial S6XNNA0T123456 "
              "--stall 30s --health 10m",
              "fxprobe soak --resume runs/20250101T000000Z-soak"],
+    "benchmark": ["fxprobe benchmark --result c8.json -- vllm bench serve --model M --max-concurrency 8 "
+                  "--save-result --save-detailed --result-filename c8.json",
+                  "fxprobe benchmark --result local-c8.json --timeout 2h -- vllm bench serve --model M "
+                  "--max-concurrency 8 --save-result --result-filename local-c8.json"],
     "gate": ["fxprobe gate all --evidence runs/*", "fxprobe gate g4 --evidence runs/*-soak runs/*-fault-*"],
     "gate all": ["fxprobe gate all --evidence runs/*", "fxprobe gate all --evidence runs/* --config gates-lab.toml"],
     "gate g1": ["fxprobe gate g1 --evidence runs/*-selftest", "fxprobe gate g1 --evidence runs/* -o json",

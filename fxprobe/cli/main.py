@@ -32,6 +32,7 @@ COMMANDS = {
     "run": ("fxprobe.cli.run", "run"),
     "sweep": ("fxprobe.cli.run", "sweep"),
     "pattern": ("fxprobe.cli.pattern", "pattern"),
+    "benchmark": ("fxprobe.cli.benchmark", "benchmark"),
     "fault": ("fxprobe.cli.fault", "fault"),
     "soak": ("fxprobe.cli.soak", "soak"),
     "gate": ("fxprobe.cli.gate", "gate"),

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from fxprobe.core.data import AsDict
+from fxprobe.workload import witness
 from fxprobe.workload.benchmarks import BenchmarkResult, benchmark_files, load_benchmark
 from fxprobe.core.errors import BadInput
 from fxprobe.gates.config import GateConfig
@@ -300,7 +301,8 @@ def file_checks(requirement: Requirement, *lists: str):
                 for entry in entries if isinstance(entries, list) else []:
                     notes = entry.get("notes", []) if isinstance(entry, dict) else []
                     out += [f"{entry.get('source')}: {note} [evidence: {run.evidence}]" for note in notes
-                            if isinstance(note, str) and "against the file's own counts" in note]
+                            if isinstance(note, str) and ("against the file's own counts" in note
+                                                          or note.startswith((witness.WITNESSED, witness.HANDED)))]
         return out
     return benchmark_files_checked
 
@@ -315,8 +317,9 @@ def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:
     """Every benchmark file behind the given files/run directories, parsed (BadInput names the file)."""
     loaded = []
     for path in paths:
-        for file in benchmark_files(path):
-            loaded.append((file, load_benchmark(file)))
+        for file in benchmark_files(path):      # each file says whether a benchmark run witnessed it
+            result = load_benchmark(file)
+            loaded.append((file, replace(result, notes=result.notes + (witness.origin_note(file),))))
     return loaded
 
 

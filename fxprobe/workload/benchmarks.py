@@ -360,7 +360,7 @@ def load_benchmark(path: Path) -> BenchmarkResult:
     return parse_benchmark_text(text, str(path))
 
 
-FXPROBE_OWN_FILES = {"results.json", "manifest.json", "environment.json", "commands.jsonl"}
+FXPROBE_OWN_FILES = {"results.json", "manifest.json", "environment.json", "commands.jsonl", "origins.jsonl"}
 BENCHMARK_SUFFIXES = (".json", ".csv", ".jsonl", ".txt", ".log")
 
 

@@ -1,0 +1,160 @@
+"""An inference benchmark run under fxprobe's witness (``fxprobe benchmark``), and what a gate says of each
+benchmark file it reads: written under a witness, or handed over.
+
+A benchmark file handed to ``gate g2``/``gate g3`` says nothing of how it came about. Run instead through
+``fxprobe benchmark --result FILE -- vllm bench serve ... --save-result --result-filename FILE``, the run folder
+holds the command line, its exit code, its output and its timing (commands.jsonl, raw/), the file as the command
+left it (``raw/<name>``, its SHA-256 in results.json and the manifest), and three checks:
+
+- the command exited 0 and wrote FILE anew (it did not exist before the run: an old file is refused);
+- the file's own ``duration`` fits in the command's lifetime, measured by fxprobe (a file claiming a longer
+  benchmark than the process ran was not written by it);
+- every figure the command printed in its summary (vLLM's ``Serving Benchmark Result``) equals the file's,
+  formatted as vLLM prints it; a command that printed no such summary leaves this criterion not run.
+
+``gate g2 --measured RUN`` and ``gate g3 --candidate RUN --baseline RUN`` take such folders; each file is then
+printed as witnessed (with the command and the folder), every other file as handed over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from fxprobe.core.data import AsDict
+from fxprobe.core.errors import BadInput
+from fxprobe.core.rundir import RunDir
+from fxprobe.core.runner import Runner
+from fxprobe.core.verdict import Criterion, Outcome, Verdict
+from fxprobe.tools import vllm_bench
+from fxprobe.workload.benchmarks import BenchmarkResult, load_benchmark
+
+COMMAND = "benchmark"
+DEFAULT_TIMEOUT_S = 6 * 3600
+WITNESSED = "witnessed:"
+HANDED = "handed over:"
+
+
+@dataclass(frozen=True)
+class Witness(AsDict):
+    """What fxprobe saw of one benchmark command and the file it wrote."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float             # the command's lifetime, fxprobe's clock
+    result_file: str          # as given
+    kept: str | None          # raw/<name>: the file as the command left it
+    sha256: str | None
+    file_duration_s: float | None
+    printed: dict[str, str]   # the file's key -> what the command printed for it
+    summary_differences: tuple[str, ...] = ()
+    summary_agrees: tuple[str, ...] = ()
+
+
+def check_arguments(argv: Sequence[str], result_file: Path) -> None:
+    """Refused before a run begins: no command, or a result file that exists already."""
+    if not argv:
+        raise BadInput("give the benchmark command after --, e.g. -- vllm bench serve ... --save-result")
+    if result_file.exists():
+        raise BadInput(f"{result_file}: exists before the run; a witnessed run must write it anew",
+                       hint="move the old file away or name another --result")
+
+
+def run(runner: Runner, run: RunDir, argv: Sequence[str], result_file: Path,
+        timeout: float = DEFAULT_TIMEOUT_S) -> tuple[Verdict, dict, BenchmarkResult | None]:
+    """Run ``argv`` (it writes ``result_file``), keep the file, and judge what was witnessed."""
+    check_arguments(argv, result_file)
+    started = time.monotonic()
+    done = runner.run(list(argv), timeout=timeout, label="benchmark")
+    wall = time.monotonic() - started
+    kept = sha = data = None
+    if result_file.is_file():          # it did not exist before: the command wrote it
+        content = result_file.read_bytes()
+        kept_path = run.write_raw(result_file.name, content)
+        kept, sha = kept_path.relative_to(run.path).as_posix(), hashlib.sha256(content).hexdigest()
+        data = _json_object(content)
+    printed = vllm_bench.parse_summary(done.stdout)
+    wrong, agree = vllm_bench.summary_differences(printed, data or {})
+    duration = data.get("duration") if isinstance(data, dict) else None
+    witness = Witness(tuple(done.argv), done.returncode, done.timed_out, round(wall, 3), str(result_file), kept, sha,
+                      float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool)
+                      else None, printed, tuple(wrong), tuple(agree))
+    result = load_benchmark(run.path / kept) if kept and done.ok else None
+    verdict = Verdict("benchmark witnessed", tuple(criteria(witness)))
+    extra = {"witness": witness.to_dict(), "benchmark": _relative(result, run) if result else None}
+    return verdict, extra, result
+
+
+def _json_object(content: bytes) -> dict | None:
+    try:
+        data = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _relative(result: BenchmarkResult, run: RunDir) -> dict:
+    data = result.to_dict()
+    data["source"] = Path(result.source).relative_to(run.path).as_posix()
+    return data
+
+
+def criteria(w: Witness) -> list[Criterion]:
+    command = " ".join(w.argv)
+    if not w.exit_code == 0 or w.timed_out:
+        how = f"timed out after {w.wall_s:.1f} s" if w.timed_out else f"exited {w.exit_code}"
+        return [Criterion("benchmark command exit code", Outcome.ERROR, w.exit_code, 0, "==",
+                          detail=f"`{command}` {how}: no figure of it counts")]
+    if w.kept is None:
+        return [Criterion("benchmark command exit code", Outcome.ERROR, 0, 0, "==",
+                          detail=f"`{command}` exited 0 but did not write {w.result_file} during the run")]
+    out = [Criterion.compare("benchmark command exit code", 0, "==", 0, detail=f"`{command}` wrote "
+                             f"{w.result_file} (kept as {w.kept}, SHA-256 {w.sha256})")]
+    out.append(Criterion.compare("file duration within the command's lifetime", w.file_duration_s, "<=", w.wall_s,
+                                 unit="s", detail="the file's duration vs the command's run, fxprobe's clock"
+                                 if w.file_duration_s is not None else "the file holds no duration"))
+    if not w.printed:
+        out.append(Criterion("printed figures unlike the saved file", Outcome.NOT_RUN,
+                             detail="the command printed no vLLM 'Serving Benchmark Result' summary"))
+    else:
+        detail = "; ".join(w.summary_differences) or f"{', '.join(w.summary_agrees)} as vLLM prints them"
+        out.append(Criterion.compare("printed figures unlike the saved file", len(w.summary_differences), "<=", 0,
+                                     unit="figures", detail=f"{len(w.printed)} printed: {detail}"))
+    return out
+
+
+def lines(verdict: Verdict, extra: dict) -> list[str]:
+    w = extra["witness"]
+    return [f"benchmark: `{' '.join(w['argv'])}` ran {w['wall_s']:.1f} s, exit {w['exit_code']}"]
+
+
+# --------------------------------------------------------------------------- what a gate says of a file
+def origin_note(file: Path) -> str:
+    """One line: the file was written under a passed ``fxprobe benchmark`` run (the folder holding it as
+    ``raw/<name>`` with the SHA-256 its results.json records), or handed over."""
+    folder = file.parent.parent if file.parent.name == "raw" else None
+    results = _results(folder / "results.json") if folder else None
+    witness = results.get("witness") if results and results.get("command") == COMMAND else None
+    if not isinstance(witness, dict) or witness.get("kept") != f"raw/{file.name}":
+        return f"{HANDED} no fxprobe benchmark run wrote it (run the benchmark through `fxprobe benchmark`)"
+    digest = hashlib.sha256(file.read_bytes()).hexdigest()
+    if digest != witness.get("sha256"):
+        return (f"{HANDED} {folder.name} witnessed a file with SHA-256 {witness.get('sha256')}, this one is "
+                f"{digest} (changed after the run)")
+    if results.get("outcome") != "pass":
+        return f"{HANDED} the benchmark run {folder.name} that wrote it ended {results.get('outcome')}, not pass"
+    return (f"{WITNESSED} written by `{' '.join(witness.get('argv', []))}` (exit 0, {witness.get('wall_s')} s) "
+            f"in run {folder.name}")
+
+
+def _results(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
