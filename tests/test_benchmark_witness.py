@@ -49,6 +49,14 @@ def test_a_witnessed_run_passes_and_the_gate_prints_its_file_as_witnessed_and_a_
     assert len(info) == 2, gate.stdout
     assert info[0].startswith("  INFO    raw/candidate/c8.json: witnessed: written by `") and run.name in info[0]
     assert info[1].startswith("  INFO    raw/baseline/handed.json: handed over: no fxprobe benchmark run wrote it")
+    folders = sorted(str(p) for p in (tmp_path / "runs").iterdir() if p.is_dir())
+    report = fxprobe(tmp_path, "report", *folders, "--out", str(tmp_path / "report"))
+    assert (tmp_path / "report" / "report.md").is_file(), report.stdout + report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "compared ([" in text
+    assert "- raw/candidate/c8.json: witnessed: written by `" in text
+    assert "- raw/baseline/handed.json: handed over: no fxprobe benchmark run wrote it" in text
+    assert "- raw/baseline/handed.json: checked against the file's own counts: " in text
 
 
 def test_a_file_claiming_a_longer_benchmark_than_the_command_ran_fails(tmp_path):

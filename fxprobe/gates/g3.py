@@ -301,8 +301,7 @@ def file_checks(requirement: Requirement, *lists: str):
                 for entry in entries if isinstance(entries, list) else []:
                     notes = entry.get("notes", []) if isinstance(entry, dict) else []
                     out += [f"{entry.get('source')}: {note} [evidence: {run.evidence}]" for note in notes
-                            if isinstance(note, str) and ("against the file's own counts" in note
-                                                          or note.startswith((witness.WITNESSED, witness.HANDED)))]
+                            if witness.about_the_file(note)]
         return out
     return benchmark_files_checked
 

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy
 
+MARK = "against the file's own counts"     # in the line saying what was checked (gates and the report print it)
 REL_TOL = 1e-6          # vLLM writes full floats: a recomputed figure agrees to far better than this
 TTFT_PERCENTILES = (50, 90, 99)
 
@@ -149,11 +150,11 @@ def checked_line(data: dict[str, Any], figures: Sequence[Recomputed]) -> str:
     unchecked = [key for key in READ_FIGURES if _number(data, key) is not None and key not in checked]
     why = ("vllm bench serve --save-result writes duration and token counts, --save-detailed per-request ttfts")
     if not against_counts:
-        return f"not checkable against the file's own counts: {', '.join(unchecked) or 'no figure'} ({why})"
+        return f"not checkable {MARK}: {', '.join(unchecked) or 'no figure'} ({why})"
     rates = [f.field for f in against_counts if not f.count and "/ duration" in f.formula]
     ttft = [f.field for f in against_counts if not f.count and "ttfts" in f.formula]
     counts = [f"{f.field} ({f.formula})" for f in against_counts if f.count]
     parts = ([f"{', '.join(rates)} = counts / duration"] if rates else []) + \
         ([f"{', '.join(ttft)} from its per-request ttfts"] if ttft else []) + counts
-    line = f"checked against the file's own counts: {'; '.join(parts)} (relative tolerance {REL_TOL:g}, counts equal)"
+    line = f"checked {MARK}: {'; '.join(parts)} (relative tolerance {REL_TOL:g}, counts equal)"
     return line + (f"; not checkable: {', '.join(unchecked)} ({why})" if unchecked else "")

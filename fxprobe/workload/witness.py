@@ -31,6 +31,7 @@ from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
 from fxprobe.core.verdict import Criterion, Outcome, Verdict
 from fxprobe.tools import vllm_bench
+from fxprobe.workload import benchmark_checks
 from fxprobe.workload.benchmarks import BenchmarkResult, load_benchmark
 
 COMMAND = "benchmark"
@@ -134,6 +135,12 @@ def lines(verdict: Verdict, extra: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------- what a gate says of a file
+def about_the_file(note: object) -> bool:
+    """A benchmark result's note that gates and the report print: where the file came from (witnessed or handed
+    over) and what its figures were checked against."""
+    return isinstance(note, str) and (note.startswith((WITNESSED, HANDED)) or benchmark_checks.MARK in note)
+
+
 def origin_note(file: Path) -> str:
     """One line: the file was written under a passed ``fxprobe benchmark`` run (the folder holding it as
     ``raw/<name>`` with the SHA-256 its results.json records), or handed over."""
