@@ -57,6 +57,10 @@ def test_a_witnessed_run_passes_and_the_gate_prints_its_file_as_witnessed_and_a_
     assert "- raw/candidate/c8.json: witnessed: written by `" in text
     assert "- raw/baseline/handed.json: handed over: no fxprobe benchmark run wrote it" in text
     assert "- raw/baseline/handed.json: checked against the file's own counts: " in text
+    gate_run = next(f for f in folders if f.endswith("-gate-g3"))
+    handed = [line for line in text.splitlines() if "BENCHMARK FILE HANDED OVER" in line]
+    assert handed == [f"- BENCHMARK FILE HANDED OVER: {Path(gate_run).name}: raw/baseline/handed.json: no fxprobe "
+                      "benchmark run wrote it (run the benchmark through `fxprobe benchmark`)"], handed
 
 
 def test_a_file_claiming_a_longer_benchmark_than_the_command_ran_fails(tmp_path):

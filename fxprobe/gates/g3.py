@@ -290,26 +290,19 @@ MULTI_NODE_CHECKS = (
     Judge(CEILING, ("nic_ceiling_min_pct", "nic_ceiling_gbps", "readback_working_set_min_gib"), ceiling_criteria),
     Judge(NODES, ("nodes_sharing",), nodes_criteria),
 )
-def file_checks(requirement: Requirement, *lists: str):
+def file_checks(requirement: Requirement):
     """Information lines of a gate: what each benchmark file its comparisons read was checked against
-    (workload.benchmark_checks: its figures recomputed from its own counts, or why they could not be)."""
+    (workload.benchmark_checks) and where it came from (workload.witness: witnessed or handed over)."""
     def benchmark_files_checked(evidence: Evidence, config: GateConfig) -> list[str]:
-        out = []
-        for run in evidence.matching(requirement):
-            for key in lists:
-                entries = run.get(key, [])
-                for entry in entries if isinstance(entries, list) else []:
-                    notes = entry.get("notes", []) if isinstance(entry, dict) else []
-                    out += [f"{entry.get('source')}: {note} [evidence: {run.evidence}]" for note in notes
-                            if witness.about_the_file(note)]
-        return out
+        return [f"{source}: {note} [evidence: {run.evidence}]" for run in evidence.matching(requirement)
+                for source, note in witness.file_notes(run.results)]
     return benchmark_files_checked
 
 
 G3 = Gate("g3", "main joint test", checks=MULTI_NODE_CHECKS, extras=(
     Judge(BENCHMARK_NAME, ("ttft_reduction_min_pct", "throughput_gain_min_pct", "throughput_gain_max_pct"),
           g3_benchmark_criteria), array_judge(MULTI_NODE)),
-    notes=(file_checks(BENCHMARKS, "g3.candidates", "g3.baselines"),))
+    notes=(file_checks(BENCHMARKS),))
 
 
 def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:

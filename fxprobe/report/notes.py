@@ -14,7 +14,7 @@ from fxprobe.report.collect import RunView
 from fxprobe.report.evidence import Link, href
 from fxprobe.report.headline import custom_values
 from fxprobe.report.soakview import soak_of
-from fxprobe.workload.witness import about_the_file
+from fxprobe.workload.witness import file_notes
 
 
 @dataclass(frozen=True)
@@ -118,21 +118,11 @@ def custom_thresholds(gate_results: list[dict]) -> Note | None:
     return Note("custom thresholds", "Custom thresholds (not the buyer's)", tuple(lines)) if lines else None
 
 
-BENCHMARK_LISTS = (("g2", "measured"), ("g3", "candidates"), ("g3", "baselines"))
-
-
 def benchmark_files(run: RunView) -> Note | None:
     """What a gate g2/g3 run said of each benchmark file it compared: witnessed or handed over, and what its
     figures were checked against."""
-    lines = []
-    for gate, key in BENCHMARK_LISTS:
-        block = run.results.get(gate)
-        entries = block.get(key) if isinstance(block, dict) else None
-        for entry in entries if isinstance(entries, list) else []:
-            notes_of = entry.get("notes") if isinstance(entry, dict) else None
-            lines += [f"{entry.get('source')}: {note}" for note in notes_of or [] if about_the_file(note)]
-    return Note("benchmark files", f"Benchmark files {run.name} compared", tuple(lines),
-                _results_link(run)) if lines else None
+    lines = tuple(f"{source}: {note}" for source, note in file_notes(run.results))
+    return Note("benchmark files", f"Benchmark files {run.name} compared", lines, _results_link(run)) if lines else None
 
 
 def notes(runs: list[RunView], gate_results: list[dict]) -> list[Note]:

@@ -9,6 +9,10 @@ ACCEPTED (INCOMPLETE, naming the run, the program, the node and the file) - unle
 that file's SHA-256 in ``[provenance] trusted_builds``, which the report prints beside it. Only the programs a run
 started count (its commands.jsonl); a measuring program another node ran with no origin recorded (a run older than
 origins.jsonl) is printed, not judged. A fleet run's node sub-runs are read as runs of their own.
+
+The inference figures of G2 and G3 come from benchmark files: each one the gate run (or a run it read) compared that
+no ``fxprobe benchmark`` run witnessed is printed under the decision, BENCHMARK FILE HANDED OVER, with the reason
+(:mod:`fxprobe.workload.witness`); information, not judged: the buyer decides whether a handed-over file is enough.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from fxprobe.report.collect import RunView, read_run, recorded_evidence, sub_run
 from fxprobe.report.commands import Command
 from fxprobe.report.machines import read_environment
 from fxprobe.tools.dpkg import MEASURING, NOT_TRACEABLE
+from fxprobe.workload import witness
 
 TRUSTED = "TRUSTED BUILD (gates file [provenance])"
 UNRECORDED = "ORIGIN NOT RECORDED"
+HANDED_OVER = "BENCHMARK FILE HANDED OVER"
 
 
 @dataclass(frozen=True)
@@ -103,8 +109,14 @@ def review(runs: list[RunView], trusted: dict[str, str]) -> Provenance:
 
 
 def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
-    """Every folder the gate run read that is in the report, intact, with the builds its gates file trusted."""
-    return review([run for run in recorded_evidence(gate_run, runs) or [] if run], trusted_builds(gate_run))
+    """Every folder the gate run read that is in the report, intact, with the builds its gates file trusted; and
+    every benchmark file it or they compared that no fxprobe benchmark run witnessed (printed, not judged)."""
+    read = [run for run in recorded_evidence(gate_run, runs) or [] if run]
+    traced = review(read, trusted_builds(gate_run))
+    handed = [f"{HANDED_OVER}: {run.name}: {source}: {note[len(witness.HANDED):].strip()}"
+              for run in [gate_run, *read] for source, note in witness.file_notes(run.results)
+              if note.startswith(witness.HANDED)]
+    return Provenance(traced.untraced, traced.notes + tuple(dict.fromkeys(handed)))
 
 
 def review_folders(paths: list[Path], trusted: dict[str, str]) -> Provenance:

@@ -135,10 +135,25 @@ def lines(verdict: Verdict, extra: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------- what a gate says of a file
+COMPARED = (("g2", "measured"), ("g3", "candidates"), ("g3", "baselines"))   # where gate g2/g3 record the files
+
+
 def about_the_file(note: object) -> bool:
     """A benchmark result's note that gates and the report print: where the file came from (witnessed or handed
     over) and what its figures were checked against."""
     return isinstance(note, str) and (note.startswith((WITNESSED, HANDED)) or benchmark_checks.MARK in note)
+
+
+def file_notes(results: dict) -> list[tuple[str, str]]:
+    """(file, note) for each benchmark file a gate g2/g3 run's results record, each note about the file."""
+    out = []
+    for gate, key in COMPARED:
+        block = results.get(gate)
+        entries = block.get(key) if isinstance(block, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            notes = entry.get("notes") if isinstance(entry, dict) else None
+            out += [(str(entry.get("source")), note) for note in notes or [] if about_the_file(note)]
+    return out
 
 
 def origin_note(file: Path) -> str:
