@@ -5,6 +5,7 @@ printed, a failing command, a file changed in the run folder afterwards, a resul
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -12,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from fxprobe.core.verdict import Criterion, Verdict
+from fxprobe.gates.config import parse_config
+from fxprobe.report.headline import Decision, headline
+from fxprobe.report.provenance import Provenance
 from fxprobe.tools import vllm_bench
 
 STANDIN = Path(__file__).with_name("vllm_standin.py")
@@ -58,9 +63,32 @@ def test_a_witnessed_run_passes_and_the_gate_prints_its_file_as_witnessed_and_a_
     assert "- raw/baseline/handed.json: handed over: no fxprobe benchmark run wrote it" in text
     assert "- raw/baseline/handed.json: checked against the file's own counts: " in text
     gate_run = next(f for f in folders if f.endswith("-gate-g3"))
+    sha = hashlib.sha256((tmp_path / "handed.json").read_bytes()).hexdigest()
     handed = [line for line in text.splitlines() if "BENCHMARK FILE HANDED OVER" in line]
-    assert handed == [f"- BENCHMARK FILE HANDED OVER: {Path(gate_run).name}: raw/baseline/handed.json: no fxprobe "
-                      "benchmark run wrote it (run the benchmark through `fxprobe benchmark`)"], handed
+    assert handed == [f"- BENCHMARK FILE HANDED OVER: {Path(gate_run).name}: raw/baseline/handed.json (SHA-256 {sha}): "
+                      "no fxprobe benchmark run wrote it (run the benchmark through `fxprobe benchmark`); a buyer who "
+                      "watched it being made admits it by its SHA-256 in gates.toml [provenance] admitted_files"], handed
+    # the twin: the buyer admits that file by its SHA-256; the line becomes information with the buyer's reason
+    admits = tmp_path / "admits.toml"
+    admits.write_text(f'[provenance]\nadmitted_files = [{{ sha256 = "{sha}", why = "run while we watched" }}]\n')
+    fxprobe(tmp_path, "gate", "g3", "--config", str(admits), "--candidate", str(run), "--baseline",
+            str(tmp_path / "handed.json"))
+    again = sorted(str(p) for p in (tmp_path / "runs").glob("*-gate-g3"))[-1]
+    fxprobe(tmp_path, "report", str(run), again, "--out", str(tmp_path / "admitted"))
+    text = (tmp_path / "admitted" / "report.md").read_text()
+    assert "BENCHMARK FILE HANDED OVER" not in text
+    assert f"HANDED-OVER FILE ADMITTED (gates file [provenance]): {Path(again).name}: raw/baseline/handed.json " \
+           f"(SHA-256 {sha}): run while we watched" in text
+
+
+def test_a_handed_over_benchmark_file_keeps_a_passing_decision_from_accepted_and_an_admitted_one_does_not():
+    passing = tuple(Verdict(f"{g} gate", (Criterion.compare("x", 1, ">=", 1),)) for g in ("G1", "G2", "G3", "G4"))
+    recorded = {"thresholds": parse_config("", "gates.toml").to_dict(), "evidence_runs": []}
+    assert headline("g", recorded, passing).decision is Decision.ACCEPTED
+    handed = headline("g", recorded, passing, traced=Provenance(handed=("g: raw/baseline/b.json (SHA-256 ab): why",)))
+    assert handed.decision is Decision.INCOMPLETE
+    assert handed.lines()[0].endswith("; 1 benchmark files handed over")
+    assert "  BENCHMARK FILE HANDED OVER: g: raw/baseline/b.json (SHA-256 ab): why" in handed.lines()
 
 
 def test_a_file_claiming_a_longer_benchmark_than_the_command_ran_fails(tmp_path):

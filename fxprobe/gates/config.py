@@ -133,9 +133,12 @@ class TrustedBuild(InputModel):
 class ProvenanceTable(InputModel):
     """[provenance]: a report is ACCEPTED only when every measuring program its evidence ran is a Debian package's
     unchanged file (dpkg's md5) or a build named here by SHA-256 (fio built from a release tag, another
-    distribution's package on an RPM host); not a threshold, never a departure from the buyer's defaults."""
+    distribution's package on an RPM host), and every benchmark file G2/G3 compared was written under an
+    ``fxprobe benchmark`` run or is named here by SHA-256 (``admitted_files``: the buyer watched it being made);
+    not a threshold, never a departure from the buyer's defaults."""
 
     trusted_builds: list[TrustedBuild] = []
+    admitted_files: list[TrustedBuild] = []    # benchmark files no fxprobe benchmark run witnessed, admitted by SHA-256
 
 
 def _unknown_keys(mapping: dict, _lab: bool) -> str | None:

@@ -21,6 +21,7 @@ The multi-node part (8 nodes sharing one array, read-back against the NIC ceilin
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from fractions import Fraction
 from dataclasses import asdict, dataclass, replace
@@ -295,7 +296,7 @@ def file_checks(requirement: Requirement):
     (workload.benchmark_checks) and where it came from (workload.witness: witnessed or handed over)."""
     def benchmark_files_checked(evidence: Evidence, config: GateConfig) -> list[str]:
         return [f"{source}: {note} [evidence: {run.evidence}]" for run in evidence.matching(requirement)
-                for source, note in witness.file_notes(run.results)]
+                for source, note, _ in witness.file_notes(run.results)]
     return benchmark_files_checked
 
 
@@ -311,7 +312,8 @@ def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:
     for path in paths:
         for file in benchmark_files(path):      # each file says whether a benchmark run witnessed it
             result = load_benchmark(file)
-            loaded.append((file, replace(result, notes=result.notes + (witness.origin_note(file),))))
+            loaded.append((file, replace(result, notes=result.notes + (witness.origin_note(file),),
+                                         sha256=hashlib.sha256(file.read_bytes()).hexdigest())))
     return loaded
 
 

@@ -43,7 +43,7 @@ class BuiltReport:
                 "gates": [{"gate": g, "outcome": o} for g, o in self.outcome_rows],
                 "decisions": [{"decision": h.decision.value, "thresholds": h.thresholds, "source": h.source,
                                "gate_run": h.run, "gates": [g.line() for g in h.gates], "untied": list(h.untied),
-                               "differs": list(h.differs), "untraced": list(h.untraced),
+                               "differs": list(h.differs), "untraced": list(h.untraced), "handed": list(h.handed),
                                "origin_notes": list(h.origin_notes), "not_given": list(h.not_given),
                                "array": h.array}
                               for h in self.headlines],

@@ -94,6 +94,7 @@ class Headline:
     untraced: tuple[str, ...] = ()  # tools its evidence ran that no package installed, or changed since (never ACCEPTED)
     origin_notes: tuple[str, ...] = ()  # builds the buyer trusts by SHA-256; programs with no origin recorded
     not_given: tuple[str, ...] = ()  # measuring runs the ledger beside its evidence lists that it was not given
+    handed: tuple[str, ...] = ()     # benchmark files no fxprobe run witnessed, not admitted (never ACCEPTED)
 
     def lines(self) -> list[str]:
         head = f"{self.decision.value} - judged with the {self.thresholds} ({self.source})"
@@ -101,11 +102,13 @@ class Headline:
         head += f"; {len(self.untied)} of the gate run's evidence not in this report, intact" if self.untied else ""
         head += f"; {len(self.differs)} criteria not what its evidence gives" if self.differs else ""
         head += f"; {len(self.untraced)} measuring tools not traceable to a package" if self.untraced else ""
+        head += f"; {len(self.handed)} benchmark files handed over" if self.handed else ""
         out = [head] + ([f"  array: {self.array}"] if self.array else []) + ["  " + g.line() for g in self.gates]
         out += [f"  {gate}: NOT JUDGED - no criteria for it in this gate run" for gate in self.missing]
         out += [f"  EVIDENCE NOT IN THIS REPORT: {line}" for line in self.untied]
         out += [f"  NOT WHAT ITS EVIDENCE GIVES: {line}" for line in self.differs]
         out += [f"  TOOL NOT TRACEABLE: {line}" for line in self.untraced]
+        out += [f"  BENCHMARK FILE HANDED OVER: {line}" for line in self.handed]
         out += [f"  {line}" for line in self.origin_notes + self.not_given]
         return out
 
@@ -198,14 +201,14 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
     custom = custom_values(results)
     if decision is Decision.ACCEPTED and label != "buyer's thresholds":
         decision = Decision.CUSTOM_PASS if custom else Decision.LAB_PASS
-    if (untied or differs or untraced) and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
+    if (untied or differs or untraced or traced.handed) and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
         decision = Decision.INCOMPLETE
     scale = (f"not the buyer's: {len(custom)} value{'s' * (len(custom) != 1)} "
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \
         if custom else scale_summary(results)
     return Headline(decision, label, source, tuple(lines), tuple(missing), run_name, scale, tuple(untied),
                     tuple(differs), array_text(results, verdicts), tuple(untraced), traced.notes,
-                    tuple(omitted.lines(results.get("ledger"))))
+                    tuple(omitted.lines(results.get("ledger"))), traced.handed)
 
 
 def array_text(results: dict, verdicts: tuple[Verdict, ...]) -> str:

@@ -121,7 +121,7 @@ def custom_thresholds(gate_results: list[dict]) -> Note | None:
 def benchmark_files(run: RunView) -> Note | None:
     """What a gate g2/g3 run said of each benchmark file it compared: witnessed or handed over, and what its
     figures were checked against."""
-    lines = tuple(f"{source}: {note}" for source, note in file_notes(run.results))
+    lines = tuple(f"{source}: {note}" for source, note, _ in file_notes(run.results))
     return Note("benchmark files", f"Benchmark files {run.name} compared", lines, _results_link(run)) if lines else None
 
 

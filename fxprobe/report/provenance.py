@@ -11,8 +11,9 @@ started count (its commands.jsonl); a measuring program another node ran with no
 origins.jsonl) is printed, not judged. A fleet run's node sub-runs are read as runs of their own.
 
 The inference figures of G2 and G3 come from benchmark files: each one the gate run (or a run it read) compared that
-no ``fxprobe benchmark`` run witnessed is printed under the decision, BENCHMARK FILE HANDED OVER, with the reason
-(:mod:`fxprobe.workload.witness`); information, not judged: the buyer decides whether a handed-over file is enough.
+no ``fxprobe benchmark`` run witnessed (:mod:`fxprobe.workload.witness`) makes the decision INCOMPLETE too
+(BENCHMARK FILE HANDED OVER, with the reason and its SHA-256), unless the buyer admits that SHA-256 in
+``[provenance] admitted_files`` (printed beside its reason).
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from fxprobe.workload import witness
 
 TRUSTED = "TRUSTED BUILD (gates file [provenance])"
 UNRECORDED = "ORIGIN NOT RECORDED"
-HANDED_OVER = "BENCHMARK FILE HANDED OVER"
+ADMITTED = "HANDED-OVER FILE ADMITTED (gates file [provenance])"
 
 
 @dataclass(frozen=True)
 class Provenance:
     untraced: tuple[str, ...] = ()    # programs no package installed, changed since, or not checked: never ACCEPTED
     notes: tuple[str, ...] = ()       # builds the buyer trusts by SHA-256, programs with no origin recorded
+    handed: tuple[str, ...] = ()      # benchmark files no benchmark run witnessed, not admitted: never ACCEPTED
 
 
 def trusted_builds(gate_run: RunView) -> dict[str, str]:
@@ -45,10 +47,10 @@ def trusted_builds(gate_run: RunView) -> dict[str, str]:
     return trusted_from(gate_run.results.get("thresholds"))
 
 
-def trusted_from(recorded) -> dict[str, str]:
-    """{sha256: why} of a gates config as recorded (GateConfig.to_dict)."""
+def trusted_from(recorded, key: str = "trusted_builds") -> dict[str, str]:
+    """{sha256: why} of a gates config as recorded (GateConfig.to_dict): its trusted builds, or ``admitted_files``."""
     table = recorded.get("provenance") if isinstance(recorded, dict) else None
-    builds = table.get("trusted_builds") if isinstance(table, dict) else None
+    builds = table.get(key) if isinstance(table, dict) else None
     return {str(b.get("sha256")): str(b.get("why", "")) for b in builds or [] if isinstance(b, dict)}
 
 
@@ -113,10 +115,19 @@ def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
     every benchmark file it or they compared that no fxprobe benchmark run witnessed (printed, not judged)."""
     read = [run for run in recorded_evidence(gate_run, runs) or [] if run]
     traced = review(read, trusted_builds(gate_run))
-    handed = [f"{HANDED_OVER}: {run.name}: {source}: {note[len(witness.HANDED):].strip()}"
-              for run in [gate_run, *read] for source, note in witness.file_notes(run.results)
-              if note.startswith(witness.HANDED)]
-    return Provenance(traced.untraced, traced.notes + tuple(dict.fromkeys(handed)))
+    admitted = trusted_from(gate_run.results.get("thresholds"), "admitted_files")
+    handed, notes = [], []
+    for run in [gate_run, *read]:
+        for source, note, sha in witness.file_notes(run.results):
+            if not note.startswith(witness.HANDED):
+                continue
+            where = f"{run.name}: {source} (SHA-256 {sha})"
+            if sha in admitted:
+                notes.append(f"{ADMITTED}: {where}: {admitted[sha]}")
+            else:
+                handed.append(f"{where}: {note[len(witness.HANDED):].strip()}; a buyer who watched it being made "
+                              "admits it by its SHA-256 in gates.toml [provenance] admitted_files")
+    return Provenance(traced.untraced, traced.notes + tuple(dict.fromkeys(notes)), tuple(dict.fromkeys(handed)))
 
 
 def review_folders(paths: list[Path], trusted: dict[str, str]) -> Provenance:

@@ -61,6 +61,7 @@ class BenchmarkResult:
     notes: tuple[str, ...] = ()
     model: str | None = None
     input_tokens: int | None = None
+    sha256: str | None = None       # of the file as read (a gate sets it: the buyer admits handed-over files by it)
 
     def to_dict(self) -> dict:
         data = asdict(self)

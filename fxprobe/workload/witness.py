@@ -144,15 +144,17 @@ def about_the_file(note: object) -> bool:
     return isinstance(note, str) and (note.startswith((WITNESSED, HANDED)) or benchmark_checks.MARK in note)
 
 
-def file_notes(results: dict) -> list[tuple[str, str]]:
-    """(file, note) for each benchmark file a gate g2/g3 run's results record, each note about the file."""
+def file_notes(results: dict) -> list[tuple[str, str, str | None]]:
+    """(file, note, the file's SHA-256) for each benchmark file a gate g2/g3 run's results record, each note about
+    the file."""
     out = []
     for gate, key in COMPARED:
         block = results.get(gate)
         entries = block.get(key) if isinstance(block, dict) else None
         for entry in entries if isinstance(entries, list) else []:
             notes = entry.get("notes") if isinstance(entry, dict) else None
-            out += [(str(entry.get("source")), note) for note in notes or [] if about_the_file(note)]
+            out += [(str(entry.get("source")), note, entry.get("sha256")) for note in notes or []
+                    if about_the_file(note)]
     return out
 
 
