@@ -312,8 +312,9 @@ def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:
     for path in paths:
         for file in benchmark_files(path):      # each file says whether a benchmark run witnessed it
             result = load_benchmark(file)
-            loaded.append((file, replace(result, notes=result.notes + (witness.origin_note(file),),
-                                         sha256=hashlib.sha256(file.read_bytes()).hexdigest())))
+            digest = hashlib.sha256(file.read_bytes()).hexdigest()
+            loaded.append((file, replace(result, notes=result.notes + (witness.origin_note(file, digest),),
+                                         sha256=digest)))
     return loaded
 
 

@@ -140,7 +140,3 @@ def review_folders(paths: list[Path], trusted: dict[str, str]) -> Provenance:
         except BadInput:
             continue
     return review(runs, trusted)
-
-
-def lines(traced: Provenance) -> list[str]:
-    return [f"TOOL NOT TRACEABLE: {line}" for line in traced.untraced] + list(traced.notes)

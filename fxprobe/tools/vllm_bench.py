@@ -8,6 +8,7 @@ file edited after the run (or saved by another run) disagrees with what the comm
 
 from __future__ import annotations
 
+import math
 import re
 
 
@@ -48,14 +49,19 @@ def parse_summary(stdout: str) -> dict[str, str]:
     return figures
 
 
-def _number(saved: dict, key: str) -> float | None:
-    value = saved.get(key)
-    if isinstance(value, bool):
+def as_number(value) -> float | None:
+    """A finite number, written as one or as a string (fxprobe's parser reads both); else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        number = float(value)
+    except ValueError:
         return None
+    return number if math.isfinite(number) else None
+
+
+def number(saved: dict, key: str) -> float | None:
+    return as_number(saved.get(key))
 
 
 def printed_as_vllm(key: str, value: float) -> str:
@@ -67,7 +73,7 @@ def summary_differences(printed: dict[str, str], saved: dict) -> tuple[list[str]
     it; a figure the file does not hold is a disagreement too."""
     wrong, agree = [], []
     for key, text in printed.items():
-        value = _number(saved, key)
+        value = number(saved, key)
         if value is None:
             wrong.append(f"{key}: printed {text}, not in the file")
         elif printed_as_vllm(key, value) != text:

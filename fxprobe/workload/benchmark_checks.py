@@ -24,9 +24,12 @@ from typing import Any, Sequence
 
 import numpy
 
+from fxprobe.tools.vllm_bench import as_number, number
+
 MARK = "against the file's own counts"     # in the line saying what was checked (gates and the report print it)
 REL_TOL = 1e-6          # vLLM writes full floats: a recomputed figure agrees to far better than this
 TTFT_PERCENTILES = (50, 90, 99)
+RATE, TTFT, COUNT, SAME = "rate", "ttft", "count", "same"   # SAME: two recorded figures, not against the counts
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,11 @@ class Recomputed:
     recorded: float
     recomputed: float
     formula: str
-    count: bool = False      # a count or a sum of counts: equal, no tolerance
+    kind: str                # RATE (counts / duration), TTFT (from ttfts), COUNT (equal, no tolerance), SAME
+
+    @property
+    def count(self) -> bool:
+        return self.kind == COUNT
 
     @property
     def agrees(self) -> bool:
@@ -51,43 +58,28 @@ class Recomputed:
                 f"{self.recomputed:.10g} ({rule})")
 
 
-def _float(value: Any) -> float | None:
-    """A finite number, written as one or as a string (the parser reads both, so the check does too)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if numpy.isfinite(number) else None
-
-
-def _number(data: dict, key: str) -> float | None:
-    return _float(data.get(key))
-
-
 def _samples(data: dict, key: str) -> list[float] | None:
     values = data.get(key)
     if not isinstance(values, list) or not values:
         return None
-    numbers = [_float(v) for v in values]
+    numbers = [as_number(v) for v in values]
     return None if any(n is None for n in numbers) else numbers
 
 
 def _rates(data: dict) -> list[Recomputed]:
-    duration = _number(data, "duration")
+    duration = number(data, "duration")
     if duration is None or duration <= 0:
         return []
-    completed, out_tokens = _number(data, "completed"), _number(data, "total_output_tokens")
-    in_tokens = _number(data, "total_input_tokens")
+    completed, out_tokens = number(data, "completed"), number(data, "total_output_tokens")
+    in_tokens = number(data, "total_input_tokens")
     found = []
     for field, parts, formula in (
             ("request_throughput", (completed,), "completed / duration"),
             ("output_throughput", (out_tokens,), "total_output_tokens / duration"),
             ("total_token_throughput", (in_tokens, out_tokens), "(total_input_tokens + total_output_tokens) / duration")):
-        recorded = _number(data, field)
+        recorded = number(data, field)
         if recorded is not None and all(p is not None for p in parts):
-            found.append(Recomputed(field, recorded, sum(parts) / duration, formula))
+            found.append(Recomputed(field, recorded, sum(parts) / duration, formula, RATE))
     return found
 
 
@@ -101,30 +93,30 @@ def _per_request(data: dict) -> list[Recomputed]:
                    ("mean_ttft_ms", float(values.mean()) * 1000, f"mean of its {n} x 1000")]
         figures += [(f"p{p}_ttft_ms", float(numpy.percentile(values, p)) * 1000, f"percentile {p} of its {n} x 1000")
                     for p in TTFT_PERCENTILES]
-        found += [Recomputed(field, recorded, value, formula) for field, value, formula in figures
-                  if (recorded := _number(data, field)) is not None]
-        completed = _number(data, "completed")
+        found += [Recomputed(field, recorded, value, formula, TTFT) for field, value, formula in figures
+                  if (recorded := number(data, field)) is not None]
+        completed = number(data, "completed")
         if completed is not None:
-            found.append(Recomputed("completed", completed, float(len(ttfts)), "number of ttfts", count=True))
+            found.append(Recomputed("completed", completed, float(len(ttfts)), "number of ttfts", COUNT))
     for field, key in (("total_output_tokens", "output_lens"), ("total_input_tokens", "input_lens")):
-        lens, recorded = _samples(data, key), _number(data, field)
+        lens, recorded = _samples(data, key), number(data, field)
         if lens is not None and recorded is not None:
-            found.append(Recomputed(field, recorded, float(sum(lens)), f"sum of {key}", count=True))
+            found.append(Recomputed(field, recorded, float(sum(lens)), f"sum of {key}", COUNT))
     return found
 
 
 def _percentile_order(data: dict) -> list[str]:
     """Percentiles never fall as the rank rises: p50 (or the median) <= p90 <= p99, samples or not."""
-    p50 = "p50_ttft_ms" if _number(data, "p50_ttft_ms") is not None else "median_ttft_ms"
-    ranked = [(key, value) for key in (p50, "p90_ttft_ms", "p99_ttft_ms") if (value := _number(data, key)) is not None]
+    p50 = "p50_ttft_ms" if number(data, "p50_ttft_ms") is not None else "median_ttft_ms"
+    ranked = [(key, value) for key in (p50, "p90_ttft_ms", "p99_ttft_ms") if (value := number(data, key)) is not None]
     return [f"field {high!r} ({hv:.10g}) is below {low!r} ({lv:.10g}): a higher percentile cannot be lower"
             for (low, lv), (high, hv) in zip(ranked, ranked[1:]) if hv < lv]
 
 
 def _median_is_p50(data: dict) -> list[Recomputed]:
-    median, p50 = _number(data, "median_ttft_ms"), _number(data, "p50_ttft_ms")
+    median, p50 = number(data, "median_ttft_ms"), number(data, "p50_ttft_ms")
     return [] if median is None or p50 is None else \
-        [Recomputed("median_ttft_ms", median, p50, "p50_ttft_ms (the median is percentile 50)")]
+        [Recomputed("median_ttft_ms", median, p50, "p50_ttft_ms (the median is percentile 50)", SAME)]
 
 
 def recompute(data: dict[str, Any]) -> list[Recomputed]:
@@ -145,14 +137,14 @@ READ_FIGURES = ("output_throughput", "request_throughput", "median_ttft_ms", "p5
 
 
 def checked_line(data: dict[str, Any], figures: Sequence[Recomputed]) -> str:
-    against_counts = [f for f in figures if "percentile 50)" not in f.formula]
+    against_counts = [f for f in figures if f.kind != SAME]
     checked = {f.field for f in against_counts}
-    unchecked = [key for key in READ_FIGURES if _number(data, key) is not None and key not in checked]
+    unchecked = [key for key in READ_FIGURES if number(data, key) is not None and key not in checked]
     why = ("vllm bench serve --save-result writes duration and token counts, --save-detailed per-request ttfts")
     if not against_counts:
         return f"not checkable {MARK}: {', '.join(unchecked) or 'no figure'} ({why})"
-    rates = [f.field for f in against_counts if not f.count and "/ duration" in f.formula]
-    ttft = [f.field for f in against_counts if not f.count and "ttfts" in f.formula]
+    rates = [f.field for f in against_counts if f.kind == RATE]
+    ttft = [f.field for f in against_counts if f.kind == TTFT]
     counts = [f"{f.field} ({f.formula})" for f in against_counts if f.count]
     parts = ([f"{', '.join(rates)} = counts / duration"] if rates else []) + \
         ([f"{', '.join(ttft)} from its per-request ttfts"] if ttft else []) + counts

@@ -81,10 +81,8 @@ def run(runner: Runner, run: RunDir, argv: Sequence[str], result_file: Path,
         data = _json_object(content)
     printed = vllm_bench.parse_summary(done.stdout)
     wrong, agree = vllm_bench.summary_differences(printed, data or {})
-    duration = data.get("duration") if isinstance(data, dict) else None
     witness = Witness(tuple(done.argv), done.returncode, done.timed_out, round(wall, 3), str(result_file), kept, sha,
-                      float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool)
-                      else None, printed, tuple(wrong), tuple(agree))
+                      vllm_bench.number(data or {}, "duration"), printed, tuple(wrong), tuple(agree))
     result = load_benchmark(run.path / kept) if kept and done.ok else None
     verdict = Verdict("benchmark witnessed", tuple(criteria(witness)))
     extra = {"witness": witness.to_dict(), "benchmark": _relative(result, run) if result else None}
@@ -107,7 +105,7 @@ def _relative(result: BenchmarkResult, run: RunDir) -> dict:
 
 def criteria(w: Witness) -> list[Criterion]:
     command = " ".join(w.argv)
-    if not w.exit_code == 0 or w.timed_out:
+    if w.exit_code != 0 or w.timed_out:
         how = f"timed out after {w.wall_s:.1f} s" if w.timed_out else f"exited {w.exit_code}"
         return [Criterion("benchmark command exit code", Outcome.ERROR, w.exit_code, 0, "==",
                           detail=f"`{command}` {how}: no figure of it counts")]
@@ -158,15 +156,14 @@ def file_notes(results: dict) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def origin_note(file: Path) -> str:
-    """One line: the file was written under a passed ``fxprobe benchmark`` run (the folder holding it as
-    ``raw/<name>`` with the SHA-256 its results.json records), or handed over."""
+def origin_note(file: Path, digest: str) -> str:
+    """One line: the file (``digest``: its SHA-256) was written under a passed ``fxprobe benchmark`` run (the
+    folder holding it as ``raw/<name>`` with the SHA-256 its results.json records), or handed over."""
     folder = file.parent.parent if file.parent.name == "raw" else None
-    results = _results(folder / "results.json") if folder else None
+    results = _results(folder) if folder else None
     witness = results.get("witness") if results and results.get("command") == COMMAND else None
     if not isinstance(witness, dict) or witness.get("kept") != f"raw/{file.name}":
         return f"{HANDED} no fxprobe benchmark run wrote it (run the benchmark through `fxprobe benchmark`)"
-    digest = hashlib.sha256(file.read_bytes()).hexdigest()
     if digest != witness.get("sha256"):
         return (f"{HANDED} {folder.name} witnessed a file with SHA-256 {witness.get('sha256')}, this one is "
                 f"{digest} (changed after the run)")
@@ -176,9 +173,8 @@ def origin_note(file: Path) -> str:
             f"in run {folder.name}")
 
 
-def _results(path: Path) -> dict | None:
+def _results(folder: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return RunDir(folder).results()
+    except BadInput:
         return None
-    return data if isinstance(data, dict) else None
