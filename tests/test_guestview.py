@@ -102,17 +102,19 @@ def test_the_sampling_loop_forks_no_process_a_sample_under_bash_and_sh_does(tmp_
         (shims / tool).chmod(0o755)
     root = host_tree(tmp_path / "root")
     env = {**os.environ, "FXPROBE_SYSROOT": str(root), "PATH": f"{shims}:{os.environ['PATH']}"}
-    argv = guestview.loop_argv("host", 2, 0.2)
+    # 3 s: the loop ends at a whole second of the clock, so its window is 2 to 3 s long
+    argv = guestview.loop_argv("host", 3, 0.2)
     assert argv[0] == "bash"
     text = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, check=True).stdout
     samples = guestview.parse_sampling(text, guestview.parse_host_view)
-    assert len(samples) >= 5 and all(b - a >= 0.2 for (a, _), (b, _) in zip(samples, samples[1:]))
+    assert len(samples) >= 3 and all(b - a >= 0.2 for (a, _), (b, _) in zip(samples, samples[1:]))
     assert not calls.exists(), calls.read_text()
-    # the twin: sh forks date for every sample it prints, and sleep between them (a loaded machine prints fewer)
+    # the twin: sh forks date twice for every "T" line it prints (the clock check and the stamp) and sleep after
+    # each; a loaded machine (CI runs these tests at idle priority beside a lab) prints fewer lines, never none
     text = subprocess.run(["sh", *argv[1:]], capture_output=True, text=True, timeout=30, env=env, check=True).stdout
-    sampled = len(guestview.parse_sampling(text, guestview.parse_host_view))
+    stamped = sum(line.startswith("T ") for line in text.splitlines())
     forked = calls.read_text().split()
-    assert sampled >= 2 and forked.count("date") >= sampled and forked.count("sleep") >= sampled - 1, forked
+    assert stamped >= 1 and forked.count("date") >= 2 * stamped and forked.count("sleep") >= stamped, forked
 
 
 def timeouts_tree(root: Path) -> Path:

