@@ -110,7 +110,7 @@ def lab_given() -> str | None:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    if report.when == "call" and report.failed:
+    if report.when in ("setup", "call") and report.failed:
         item.fxprobe_failed = True
     return report
 
@@ -139,8 +139,79 @@ def lab_whole_after_a_failure(request, lab_whole_after_each_file):
     request.module.fxprobe_lab = lab
     if getattr(request.node, "fxprobe_failed", False):
         import lab_mend
-        stalls = lab_mend.drive_stalls(lab)
-        if stalls:
-            warnings.warn(f"lab {lab.name}: an emulated drive of the array guest timed out (the lab's QEMU NVMe, not "
-                          f"fxprobe): {'; '.join(stalls)}")
+        stalled = getattr(request.node, "fxprobe_stalled", None)
+        if stalled is not None:       # a second run follows (pytest_runtest_protocol below)
+            stalls, first = stalled
+            replaced = lab_mend.replace_stalled(lab, stalls.controllers)
+            warnings.warn(f"lab {lab.name}: {request.node.name} failed while an emulated drive of the array guest "
+                          f"timed out (the lab's QEMU NVMe, not fxprobe): {'; '.join(stalls.summary())}; its first "
+                          f"run's failure: {first}; {'; '.join(replaced) or 'no drive to replace'}; it runs once more")
+        else:
+            stalls = lab_mend.drive_stalls(lab)
+            if stalls:
+                warnings.warn(f"lab {lab.name}: an emulated drive of the array guest timed out (the lab's QEMU NVMe, "
+                              f"not fxprobe): {'; '.join(stalls)}")
         mend_lab(lab, f"after {request.node.name} failed")
+
+
+# -- a second run after the lab's emulated drive stalled: QEMU 7.2's emulated NVMe drive sometimes stops completing
+# I/O on a machine as loaded as CI's (the array guest's kernel logs "timeout, aborting", then resets the controller;
+# seen in 3 of 13 CI-like runs and the official CI of 29dfb9b, on drives present from boot and hot-added alike). A lab test that fails while such a
+# timeout is logged (between its start and its failure) runs once more, after the stalled drive is replaced by a
+# fresh QEMU device and the lab is mended; the warnings summary names the test, its first failure and the stall.
+# Any other failure, and any failure of the second run, is the test's own.
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if "lab" not in getattr(item, "fixturenames", ()):
+        return None
+    from _pytest.runner import runtestprotocol
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = first_run(item, nextitem)
+    if getattr(item, "fxprobe_stalled", None) is not None:
+        item.fxprobe_failed, item.fxprobe_stalled = False, None
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def first_run(item, nextitem):
+    """pytest's runtestprotocol, except that a failure while an emulated drive stalled keeps the module's fixtures
+    for the second run (the teardown goes as far as this test, not to the next one)."""
+    import time
+    from _pytest.runner import call_and_report
+    started = time.monotonic()
+    reports = [call_and_report(item, "setup", log=False)]
+    if reports[0].passed:
+        reports.append(call_and_report(item, "call", log=False))
+    lab = (item.funcargs or {}).get("lab")
+    if reports[-1].when == "call" and reports[-1].failed and lab is not None:
+        stalled_during(item, lab, time.monotonic() - started, reports[-1])
+    if item.session.shouldfail or item.session.shouldstop:
+        nextitem = None
+    keep = ThisTestOnly(item) if getattr(item, "fxprobe_stalled", None) is not None else nextitem
+    reports.append(call_and_report(item, "teardown", log=False, nextitem=keep))
+    item._request, item.funcargs = False, None
+    return reports
+
+
+class ThisTestOnly:
+    """A next item for pytest's teardown that descends from everything ``item`` does but ``item`` itself: the
+    test's own fixtures are torn down, its module's and the session's are kept."""
+    def __init__(self, item):
+        self.chain = item.listchain()[:-1]
+
+    def listchain(self):
+        return self.chain
+
+
+def stalled_during(item, lab, seconds: float, failed) -> None:
+    """Mark ``item`` for a second run if the array guest logged an emulated drive timeout in the last ``seconds``
+    (its teardown, lab_whole_after_a_failure, replaces the stalled drives and mends the lab)."""
+    import lab_mend
+    stalls = lab_mend.read_stalls(lab).since(seconds)
+    if stalls.lines:
+        crash = getattr(failed.longrepr, "reprcrash", None)
+        first = ((crash.message if crash else str(failed.longrepr or "")).splitlines() or ["?"])[0][:300]
+        item.fxprobe_stalled = (stalls, first)

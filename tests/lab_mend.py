@@ -14,6 +14,9 @@ ib_read_bw or iperf3 runs in a guest, and no export beyond the main one is left.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from fxprobe.core.errors import ToolError
 from fxprobe.faults import labprep
 from fxprobe.tools import mdadm
@@ -136,12 +139,59 @@ def _mend_drives(lab) -> list[str]:
     return done
 
 
-def drive_stalls(lab, count: int = 3) -> list[str]:
-    """The array guest's last ``count`` messages of an emulated drive timing out (a QEMU NVMe drive that stopped
-    completing I/O under load: the cause of the hung loads seen in CI-like runs), with the guest's clock now."""
+STALL_RE = re.compile(r"^\[\s*(\d+\.\d+)\] nvme (nvme\d+): .*timeout")
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """The array guest's messages of an emulated drive timing out (a QEMU NVMe drive that stopped completing I/O
+    under load: the cause of the hung loads seen in CI-like runs), and the guest's clock when they were read."""
+    lines: tuple[tuple[float, str, str], ...]     # (guest uptime s, controller, message)
+    uptime: float
+
+    def since(self, seconds: float) -> Stalls:
+        """The messages of the last ``seconds`` (2 s of slack for the two clocks)."""
+        return Stalls(tuple(line for line in self.lines if line[0] >= self.uptime - seconds - 2), self.uptime)
+
+    @property
+    def controllers(self) -> list[str]:
+        return sorted({controller for _, controller, _ in self.lines}, key=lambda name: (len(name), name))
+
+    def summary(self, count: int = 3) -> list[str]:
+        return [message for _, _, message in self.lines[-count:]] + [f"array guest uptime now {self.uptime:.2f} s"]
+
+
+def read_stalls(lab) -> Stalls:
+    """Every emulated drive timeout in the array guest's kernel log, and its clock after reading it."""
     dmesg = lab.exec("array", ["dmesg"], timeout=60).stdout
-    stalls = [line.strip() for line in dmesg.splitlines() if " nvme nvme" in line and "timeout" in line]
-    if not stalls:
-        return []
-    uptime = lab.exec("array", ["cat", "/proc/uptime"], timeout=60).stdout.split()[:1]
-    return stalls[-count:] + [f"array guest uptime now {uptime[0] if uptime else '?'} s"]
+    uptime = lab.exec("array", ["cat", "/proc/uptime"], timeout=60).stdout.split()
+    found = [(float(m.group(1)), m.group(2), line.strip()) for line in dmesg.splitlines()
+             if (m := STALL_RE.match(line.strip()))]
+    return Stalls(tuple(found), float(uptime[0]) if uptime else 0.0)
+
+
+def drive_stalls(lab, count: int = 3) -> list[str]:
+    """The array guest's last ``count`` messages of an emulated drive timing out, and its clock now (empty: none)."""
+    stalls = read_stalls(lab)
+    return stalls.summary(count) if stalls.lines else []
+
+
+def replace_stalled(lab, controllers: list[str]) -> list[str]:
+    """Unplug and plug back (a fresh QEMU device, re-added to its md) each drive whose controller timed out and is
+    still in the array guest; a drive its guest does not let go of is left to ``mend`` (it finds it lost later)."""
+    serials = {c["name"]: c["serial"] for c in labprep.array_view(lab)["nvme_controllers"]}
+    done = []
+    for controller in controllers:
+        drive = next((d for d in lab.state.drives if d.array == "array" and d.present
+                      and d.serial == serials.get(controller)), None)
+        if drive is None:
+            continue
+        try:
+            lab.drive_pull(drive.slot)
+        except ToolError as exc:
+            done.append(f"drive slot {drive.slot} ({controller}) not released: {exc}")
+            continue
+        restored = lab.drive_restore(drive.slot)
+        done.append(f"drive slot {drive.slot} ({controller}, stalled) replaced by a fresh device "
+                    f"{restored['device']} ({restored.get('md_action', 'no md')})")
+    return done
