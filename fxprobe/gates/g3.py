@@ -313,8 +313,8 @@ def load_side(paths: list[Path]) -> list[tuple[Path, BenchmarkResult]]:
         for file in benchmark_files(path):      # each file says whether a benchmark run witnessed it
             result = load_benchmark(file)
             digest = hashlib.sha256(file.read_bytes()).hexdigest()
-            loaded.append((file, replace(result, notes=result.notes + (witness.origin_note(file, digest),),
-                                         sha256=digest)))
+            note, program = witness.origin(file, digest)
+            loaded.append((file, replace(result, notes=result.notes + (note,), sha256=digest, program=program)))
     return loaded
 
 

@@ -3,9 +3,11 @@
 A figure is only as good as the program that printed it. Each run says where its programs came from: its
 environment.json for the programs on its own machine (``tool_origins``), its origins.jsonl for the measuring programs
 it ran on other nodes (fio servers, the ib_read_bw client and server, a fault run's load in a lab guest: recorded by
-:func:`fxprobe.tools.dpkg.witness` before they ran). A gate run that read a run which ran a copy no package
-installed, a file changed since its package installed it, or one whose origin could not be checked is never
-ACCEPTED (INCOMPLETE, naming the run, the program, the node and the file) - unless the buyer's gates file names
+:func:`fxprobe.tools.dpkg.witness` before they ran); a gate g2/g3 run's file entries for the program that wrote each
+witnessed benchmark file (a pip distribution checked against its RECORD, or a Debian package, traced by the
+``fxprobe benchmark`` run before it ran: :mod:`fxprobe.workload.witness`). A gate run that read a run which ran a
+copy no package installed, a file changed since its package installed it, or one whose origin could not be checked
+is never ACCEPTED (INCOMPLETE, naming the run, the program, the node and the file) - unless the buyer's gates file names
 that file's SHA-256 in ``[provenance] trusted_builds``, which the report prints beside it. Only the programs a run
 started count (its commands.jsonl); a measuring program another node ran with no origin recorded (a run older than
 origins.jsonl) is printed, not judged. A fleet run's node sub-runs are read as runs of their own.
@@ -111,13 +113,17 @@ def review(runs: list[RunView], trusted: dict[str, str]) -> Provenance:
 
 
 def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
-    """Every folder the gate run read that is in the report, intact, with the builds its gates file trusted; and
-    every benchmark file it or they compared that no fxprobe benchmark run witnessed (printed, not judged)."""
+    """Every folder the gate run read that is in the report, intact, with the builds its gates file trusted; the
+    program that wrote each witnessed benchmark file it or they compared; and every benchmark file no fxprobe
+    benchmark run witnessed."""
     read = [run for run in recorded_evidence(gate_run, runs) or [] if run]
-    traced = review(read, trusted_builds(gate_run))
+    trusted = trusted_builds(gate_run)
+    traced = review(read, trusted)
     admitted = trusted_from(gate_run.results.get("thresholds"), "admitted_files")
-    handed, notes = [], []
+    handed, notes, untraced = [], [], list(traced.untraced)
     for run in [gate_run, *read]:
+        for source, program in witness.file_programs(run.results):
+            _judged(f"{run.name}: {source}: benchmark program {program.get('name')}", program, trusted, untraced, notes)
         for source, note, sha in witness.file_notes(run.results):
             if not note.startswith(witness.HANDED):
                 continue
@@ -127,7 +133,8 @@ def provenance(gate_run: RunView, runs: list[RunView]) -> Provenance:
             else:
                 handed.append(f"{where}: {note[len(witness.HANDED):].strip()}; a buyer who watched it being made "
                               "admits it by its SHA-256 in gates.toml [provenance] admitted_files")
-    return Provenance(traced.untraced, traced.notes + tuple(dict.fromkeys(notes)), tuple(dict.fromkeys(handed)))
+    return Provenance(tuple(dict.fromkeys(untraced)), traced.notes + tuple(dict.fromkeys(notes)),
+                      tuple(dict.fromkeys(handed)))
 
 
 def review_folders(paths: list[Path], trusted: dict[str, str]) -> Provenance:

@@ -62,6 +62,7 @@ class BenchmarkResult:
     model: str | None = None
     input_tokens: int | None = None
     sha256: str | None = None       # of the file as read (a gate sets it: the buyer admits handed-over files by it)
+    program: dict | None = None     # the program that wrote it, as the benchmark run that witnessed it traced it
 
     def to_dict(self) -> dict:
         data = asdict(self)
