@@ -14,12 +14,11 @@ ib_read_bw or iperf3 runs in a guest, and no export beyond the main one is left.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from fxprobe.core.errors import ToolError
 from fxprobe.faults import labprep
-from fxprobe.tools import mdadm
+from fxprobe.tools import dmesg, mdadm
 
 LOAD_TOOLS = ("fio", "ib_read_bw", "iperf3")     # a load or a measurement left running skews the next test
 
@@ -139,9 +138,6 @@ def _mend_drives(lab) -> list[str]:
     return done
 
 
-STALL_RE = re.compile(r"^\[\s*(\d+\.\d+)\] nvme (nvme\d+): .*timeout")
-
-
 @dataclass(frozen=True)
 class Stalls:
     """The array guest's messages of an emulated drive timing out (a QEMU NVMe drive that stopped completing I/O
@@ -163,11 +159,9 @@ class Stalls:
 
 def read_stalls(lab) -> Stalls:
     """Every emulated drive timeout in the array guest's kernel log, and its clock after reading it."""
-    dmesg = lab.exec("array", ["dmesg"], timeout=60).stdout
-    uptime = lab.exec("array", ["cat", "/proc/uptime"], timeout=60).stdout.split()
-    found = [(float(m.group(1)), m.group(2), line.strip()) for line in dmesg.splitlines()
-             if (m := STALL_RE.match(line.strip()))]
-    return Stalls(tuple(found), float(uptime[0]) if uptime else 0.0)
+    log = lab.exec("array", ["dmesg"], timeout=60).stdout
+    uptime = dmesg.parse_uptime(lab.exec("array", ["cat", "/proc/uptime"], timeout=60).stdout)
+    return Stalls(tuple((t.uptime_s, t.controller, t.line) for t in dmesg.parse_nvme_timeouts(log)), uptime)
 
 
 def drive_stalls(lab, count: int = 3) -> list[str]:

@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -170,12 +171,45 @@ def test_link_down_two_paths_with_default_timeouts_gives_measured_advice(lab, tm
     assert len([p for p in controllers_of(lab, "host1", lab.main_export.nqn) if p["state"] == "live"]) == 2
 
 
+def plant_timeout(lab, controller: str, why: str) -> None:
+    """A drive timeout line in the array guest's kernel log, as its nvme driver writes one, marked as planted."""
+    lab.exec("array", ["sh", "-c", f"echo '<4>nvme {controller}: I/O 0 QID 1 timeout, aborting (planted: {why})' "
+                                   "> /dev/kmsg"], timeout=30, check=True)
+
+
+def plant_once_the_clock_is_noted(lab, runs: Path, controller: str) -> threading.Thread:
+    """Plant a timeout once the fault run has read the array guest's clock (its ``array-uptime`` command)."""
+    def plant():
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            if any("-array-uptime" in path.read_text() for path in runs.glob("*fault*/commands.jsonl")):
+                plant_timeout(lab, controller, "during the run")
+                return
+            time.sleep(0.5)
+    thread = threading.Thread(target=plant, daemon=True)
+    thread.start()
+    return thread
+
+
 @pytest.mark.lab_parallel   # takes either verdict: the flaps, the timeline and the restore are checked
 def test_link_flap_gives_verdict_and_timeline(lab, tmp_path):
+    """Also: an emulated drive timeout the array guest logs during the run is listed with the run (the lab's
+    emulator, not the fault) and in the report; one logged before the run is not (nvme99: no such drive)."""
     # 5 flap periods (the shipped scenario flaps for a minute; the suite's half-minute shows the same)
     scenario = scenario_file(tmp_path, "link-flap", timing={"steady_s": 8, "settle_s": 2, "fault_s": 30,
                                                             "recover_s": 6}, load=PARALLEL_LOAD)
+    plant_timeout(lab, "nvme98", "before the run")
+    planter = plant_once_the_clock_is_noted(lab, tmp_path / "runs", "nvme99")
     code, result = run_fault(lab, tmp_path, scenario)
+    planter.join(timeout=5)
+    timeouts = result["lab_drive_timeouts"]
+    assert [(t["controller"], t["line"].split("] ", 1)[1]) for t in timeouts] == [
+        ("nvme99", "nvme nvme99: I/O 0 QID 1 timeout, aborting (planted: during the run)")], timeouts
+    run_dir = next((tmp_path / "runs").glob("*fault*"))
+    subprocess.run(fxprobe_argv(tmp_path, "report", str(run_dir), "--out", str(tmp_path / "report")),
+                   capture_output=True, text=True, timeout=300)
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "LAB DRIVE TIMED OUT" in report and "nvme99: 1 timeout(s) from" in report and "nvme98" not in report
     assert result["verdict"] in ("visible", "invisible")
     assert code == (0 if result["verdict"] == "invisible" else 1)
     downs = [f for f in result["flaps"] if not f["up"]]

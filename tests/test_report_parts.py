@@ -147,17 +147,22 @@ def test_notes_carry_timeout_advice_and_degraded_figures(tmp_path):
     from fxprobe.report.collect import read_run
     from fxprobe.report.notes import notes
     from gate_helpers import fake_run
+    stalled = "[  488.384783] nvme nvme20: I/O 865 (I/O Cmd) QID 1 timeout, aborting"
     link = fake_run(tmp_path, "fault run", {"verdict": "visible", "plan": {"kind": "link-down"}, "lab": "rehearse",
-                                            "advice": {"lines": ["stall 16 s with 2 paths", "try: --keep-alive-tmo=2"]}})
+                                            "advice": {"lines": ["stall 16 s with 2 paths", "try: --keep-alive-tmo=2"]},
+                                            "lab_drive_timeouts": [{"uptime_s": 488.384783, "controller": "nvme20",
+                                                                    "line": stalled}]})
     drive = fake_run(tmp_path, "fault run", {"plan": {"kind": "drive-pull", "target": "S1"}, "impact": {
         "throughput_pct": 59.95, "window_iops": 222.4, "baseline_iops": 371.0, "p99_ratio": 1.44, "recover_s": 0.249,
         "inject_ms": 100_000}, "timeline": {"changes": [{"t": 90.0, "md": {"md127": "[22/22]"}},
                                                         {"t": 120.0, "md": {"md127": "[22/21]"}}]}})
     found = notes([read_run(link), read_run(drive)], [])
-    assert [n.topic for n in found] == ["timeout advice", "degraded array", "lab scale"]
+    assert [n.topic for n in found] == ["timeout advice", "lab emulator", "degraded array", "lab scale"]
     assert found[0].lines == ("stall 16 s with 2 paths", "try: --keep-alive-tmo=2")
-    assert "throughput while degraded: 60.0 % of the baseline" in found[1].lines[0]
-    assert found[1].lines[-1] == "md127: [22/21] (at +20.0 s from the fault)"
+    assert found[1].title.startswith("LAB DRIVE TIMED OUT") and found[1].lines == (
+        f"nvme20: 1 timeout(s) from 488.384783 s to 488.384783 s of the kernel's clock; last: {stalled}",)
+    assert "throughput while degraded: 60.0 % of the baseline" in found[2].lines[0]
+    assert found[2].lines[-1] == "md127: [22/21] (at +20.0 s from the fault)"
 
 
 def test_machines_list_inventory_and_risks_from_environment_json(tmp_path):

@@ -17,6 +17,7 @@ from fxprobe.faults import engine
 from fxprobe.faults.analysis import OUTCOME_OF_VERDICT
 from fxprobe.faults.journal import Journal
 from fxprobe.faults.orphans import stop_orphans
+from fxprobe.tools import dmesg
 
 
 
@@ -42,6 +43,7 @@ def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_
     human += [f"  before the run: {line}" for line in orphaned]
     human.append(recovery_line(results["impact"]["recover_s"], plan.scenario.criteria["min_throughput_pct"]))
     human += rebuild_lines(results.get("rebuild"), plan.scenario.criteria)
+    human += [f"{dmesg.EMULATOR_STALLED}: {line}" for line in dmesg.timeout_lines(results.get("lab_drive_timeouts") or [])]
     if results["advice"]:
         from fxprobe.faults.tune import tune_advice
         results["advice"]["measured"] = tune_advice(runs_base)

@@ -29,7 +29,7 @@ from fxprobe.faults.scenario import LINK_KINDS, Scenario
 from fxprobe.core.hosts import LOCAL
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.runner import Runner
-from fxprobe.tools import dpkg, fio_status, nvme_sysfs, procs
+from fxprobe.tools import dmesg, dpkg, fio_status, nvme_sysfs, procs
 from fxprobe.tools.nvme import parse_address
 from fxprobe.tools.fio import parse_fio_hist_log, parse_fio_log
 from fxprobe.core.verdict import Outcome
@@ -248,6 +248,13 @@ class Site:
     def live_count(self) -> int:
         return len([c for c in self.timeouts["controllers"].values() if c.get("state") == "live"])
 
+    def note_clock(self, runner: Runner) -> None:
+        """Before the load: what ``drive_timeouts`` counts from (a host: nothing)."""
+
+    def drive_timeouts(self, runner: Runner) -> list[dict]:
+        """The array's drive timeouts logged since ``note_clock`` (a host cannot read the array's kernel: none)."""
+        return []
+
 
 class LabSite(Site):
     """The lab: the load on a host guest, the array guest beside it, both sampled by loops in the guests."""
@@ -296,6 +303,19 @@ class LabSite(Site):
     def live_count(self) -> int:
         return len(self.live)
 
+    def note_clock(self, runner: Runner) -> None:
+        """The array guest's kernel clock before the load (drive timeouts logged from then on are this run's)."""
+        done = runner.run(list(dmesg.UPTIME_ARGV), timeout=30, host=self.array_host, check=True, label="array-uptime")
+        self.uptime_before = dmesg.parse_uptime(done.stdout, "the array guest's uptime")
+
+    def drive_timeouts(self, runner: Runner) -> list[dict]:
+        """The array guest's emulated drive timeouts (QEMU's NVMe controller completing no I/O for the driver's
+        30 s) logged since ``note_clock``: the lab's emulator stalled, not the fault; the run measured it."""
+        log = runner.run(["dmesg"], timeout=60, host=self.array_host, label="array-kernel-log")
+        if not log.ok or getattr(self, "uptime_before", None) is None:
+            return []
+        return [t.to_dict() for t in dmesg.parse_nvme_timeouts(log.stdout) if t.uptime_s >= self.uptime_before]
+
 
 class FaultRun:
     """One ``fault run`` as steps: prepare, start the load, inject, restore, collect, analyse; ``cleanup``
@@ -318,6 +338,7 @@ class FaultRun:
         self.rebuilt = None                            # the md rebuild after a drive pull (faults.rebuild)
         self.md_before: set[str] = set()               # md arrays degraded or rebuilding when the fault came
         self.seen: seen_mod.Seen | None = None         # the fault's effect observed in its window (faults.seen)
+        self.lab_timeouts: list[dict] = []             # the lab's emulated drives that timed out meanwhile
         self.watch = LoadWatch(options.status)         # the live status line and metrics of the load
 
     def remember(self, record: dict) -> None:
@@ -337,6 +358,7 @@ class FaultRun:
             self.plan.refusals = self.method.refusals()
             self.plan.require_allowed()
         self.site.read_timeouts(self.scenario)
+        self.site.note_clock(self.runner)
 
     def start_load(self) -> None:
         """Listeners and samplers first, then fio; returns once the load has run ``steady_s``."""
@@ -473,6 +495,7 @@ class FaultRun:
         if isinstance(self.method, methods.LabDrivePull):
             self.inject_t = drive_gone_instant(self.events, self.inject_t, self.deleted_t)
         self.seen = self.observe_fault()
+        self.lab_timeouts = site.drive_timeouts(runner)
 
     def observe_fault(self) -> "seen_mod.Seen | None":
         """Whether the fault's effect was observed in its window (faults.seen); said when it was not."""
@@ -651,6 +674,7 @@ class FaultRun:
             "png": str(png) if png else None, "fio_stderr_tail": self.fio_err[-2000:],
             "load_hung": self.overrun.to_dict() if self.overrun else None,
             "rebuild": self.rebuilt.to_dict() if self.rebuilt else None,
+            "lab_drive_timeouts": self.lab_timeouts,
             "load_stopped_local": self.load_end_t if self.load_end_t < self.load_started + self.scenario.planned_s + 2
             else None,
             "load_started_local": self.load_started,

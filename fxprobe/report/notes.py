@@ -1,5 +1,6 @@
 """Advice and information the runs computed, in the report: a soak's interruptions, timeout advice after a link
-fault, what a drive pull cost while the array was degraded and rebuilding, and the lab's scale (the
+fault, what a drive pull cost while the array was degraded and rebuilding, the lab's emulated drives that timed out
+during a fault run, and the lab's scale (the
 reproducibility risks are in :mod:`fxprobe.report.machines`).
 
 Each note names the run it came from and links its results.json.
@@ -14,6 +15,7 @@ from fxprobe.report.collect import RunView
 from fxprobe.report.evidence import Link, href
 from fxprobe.report.headline import custom_values
 from fxprobe.report.soakview import soak_of
+from fxprobe.tools import dmesg
 from fxprobe.workload.witness import file_notes
 
 
@@ -125,8 +127,15 @@ def benchmark_files(run: RunView) -> Note | None:
     return Note("benchmark files", f"Benchmark files {run.name} compared", lines, _results_link(run)) if lines else None
 
 
+def lab_drive_timeouts(run: RunView) -> Note | None:
+    """A lab fault run during which the array guest's emulated drives timed out (the lab's emulator, not the fault)."""
+    timeouts = run.results.get("lab_drive_timeouts")
+    lines = tuple(dmesg.timeout_lines(timeouts)) if run.command == "fault run" and isinstance(timeouts, list) else ()
+    return Note("lab emulator", f"{dmesg.EMULATOR_STALLED}: {run.name}", lines, _results_link(run)) if lines else None
+
+
 def notes(runs: list[RunView], gate_results: list[dict]) -> list[Note]:
     out = [n for run in runs for n in (soak_interruptions(run), timeout_advice(run), degraded_figures(run),
-                                       benchmark_files(run)) if n is not None]
+                                       benchmark_files(run), lab_drive_timeouts(run)) if n is not None]
     scale, custom = lab_scale(runs, gate_results), custom_thresholds(gate_results)
     return out + [note for note in (scale, custom) if note]
