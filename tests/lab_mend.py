@@ -142,26 +142,26 @@ def _mend_drives(lab) -> list[str]:
 class Stalls:
     """The array guest's messages of an emulated drive timing out (a QEMU NVMe drive that stopped completing I/O
     under load: the cause of the hung loads seen in CI-like runs), and the guest's clock when they were read."""
-    lines: tuple[tuple[float, str, str], ...]     # (guest uptime s, controller, message)
+    lines: tuple[dmesg.DriveTimeout, ...]
     uptime: float
 
     def since(self, seconds: float) -> Stalls:
         """The messages of the last ``seconds`` (2 s of slack for the two clocks)."""
-        return Stalls(tuple(line for line in self.lines if line[0] >= self.uptime - seconds - 2), self.uptime)
+        return Stalls(tuple(t for t in self.lines if t.uptime_s >= self.uptime - seconds - 2), self.uptime)
 
     @property
     def controllers(self) -> list[str]:
-        return sorted({controller for _, controller, _ in self.lines}, key=lambda name: (len(name), name))
+        return sorted({t.controller for t in self.lines}, key=lambda name: (len(name), name))
 
     def summary(self, count: int = 3) -> list[str]:
-        return [message for _, _, message in self.lines[-count:]] + [f"array guest uptime now {self.uptime:.2f} s"]
+        return [t.line for t in self.lines[-count:]] + [f"array guest uptime now {self.uptime:.2f} s"]
 
 
 def read_stalls(lab) -> Stalls:
     """Every emulated drive timeout in the array guest's kernel log, and its clock after reading it."""
     log = lab.exec("array", ["dmesg"], timeout=60).stdout
     uptime = dmesg.parse_uptime(lab.exec("array", ["cat", "/proc/uptime"], timeout=60).stdout)
-    return Stalls(tuple((t.uptime_s, t.controller, t.line) for t in dmesg.parse_nvme_timeouts(log)), uptime)
+    return Stalls(dmesg.parse_nvme_timeouts(log), uptime)
 
 
 def drive_stalls(lab, count: int = 3) -> list[str]:

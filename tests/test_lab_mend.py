@@ -74,8 +74,7 @@ def test_only_a_timeout_logged_during_the_test_calls_for_a_second_run():
     lines = ["[  100.000001] nvme nvme11: I/O 859 QID 1 timeout, reset controller",
              "[  480.100000] nvme nvme20: pci function 0000:00:1a.0",
              "[  488.384783] nvme nvme20: I/O 865 (I/O Cmd) QID 1 timeout, aborting"]
-    found = [(t.uptime_s, t.controller, t.line) for t in dmesg.parse_nvme_timeouts("\n".join(lines))]
-    stalls = lab_mend.Stalls(tuple(found), 560.0)
+    stalls = lab_mend.Stalls(dmesg.parse_nvme_timeouts("\n".join(lines)), 560.0)
     assert stalls.controllers == ["nvme11", "nvme20"]
     assert stalls.since(80).controllers == ["nvme20"] and stalls.since(40).lines == ()
     assert stalls.summary(1) == [lines[2], "array guest uptime now 560.00 s"]

@@ -43,7 +43,8 @@ def run_fault(plan: engine.Plan, run_dir: RunDir, options: engine.Options, runs_
     human += [f"  before the run: {line}" for line in orphaned]
     human.append(recovery_line(results["impact"]["recover_s"], plan.scenario.criteria["min_throughput_pct"]))
     human += rebuild_lines(results.get("rebuild"), plan.scenario.criteria)
-    human += [f"{dmesg.EMULATOR_STALLED}: {line}" for line in dmesg.timeout_lines(results.get("lab_drive_timeouts") or [])]
+    stalled = dmesg.timeout_lines(results.get("lab_drive_timeouts") or [])
+    human += [f"{dmesg.EMULATOR_STALLED}: {line}" for line in stalled]
     if results["advice"]:
         from fxprobe.faults.tune import tune_advice
         results["advice"]["measured"] = tune_advice(runs_base)

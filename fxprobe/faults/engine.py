@@ -263,6 +263,7 @@ class LabSite(Site):
         super().__init__(env)
         self.lab = env.lab
         self._loops: dict[str, object] = {}
+        self.uptime_before: float | None = None        # the array guest's kernel clock before the load
 
     def prepare(self, scenario: Scenario, remember) -> None:
         lab, name = self.lab, self.env.load_host
@@ -311,8 +312,10 @@ class LabSite(Site):
     def drive_timeouts(self, runner: Runner) -> list[dict]:
         """The array guest's emulated drive timeouts (QEMU's NVMe controller completing no I/O for the driver's
         30 s) logged since ``note_clock``: the lab's emulator stalled, not the fault; the run measured it."""
+        if self.uptime_before is None:
+            return []
         log = runner.run(["dmesg"], timeout=60, host=self.array_host, label="array-kernel-log")
-        if not log.ok or getattr(self, "uptime_before", None) is None:
+        if not log.ok:
             return []
         return [t.to_dict() for t in dmesg.parse_nvme_timeouts(log.stdout) if t.uptime_s >= self.uptime_before]
 

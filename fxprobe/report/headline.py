@@ -201,7 +201,8 @@ def headline(run_name: str, results: dict, verdicts: tuple[Verdict, ...], untied
     custom = custom_values(results)
     if decision is Decision.ACCEPTED and label != "buyer's thresholds":
         decision = Decision.CUSTOM_PASS if custom else Decision.LAB_PASS
-    if (untied or differs or untraced or traced.handed) and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
+    unproven = untied or differs or untraced or traced.handed
+    if unproven and decision in (Decision.ACCEPTED, Decision.LAB_PASS, Decision.CUSTOM_PASS):
         decision = Decision.INCOMPLETE
     scale = (f"not the buyer's: {len(custom)} value{'s' * (len(custom) != 1)} "
              f"{'differ' if len(custom) != 1 else 'differs'} from the buyer's defaults: " + ", ".join(custom)) \

@@ -100,6 +100,8 @@ def owner(program: Path, folders: list[Path]) -> Distribution | None:
                 text = record.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
+            # a cheap look at each row's path first: only the owner's RECORD is parsed (a malformed RECORD of
+            # another distribution does not stop the trace)
             if not any(os.path.normpath(folder / row.split(",")[0]) in wanted for row in text.splitlines() if row):
                 continue
             entries = parse_record(text, str(record))
