@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import warnings
 
 import pytest
@@ -39,6 +40,18 @@ LAB_PARALLEL_SECONDS = {
     "test_lab_fault_tune.py": 55, "test_lab_mend.py": 29, "test_lab_connect_iface.py": 20,
     "test_lab_target_control.py": 11,
 }
+
+
+# Every run fxprobe begins appends a line to the machine's ledger (fxprobe.core.ledger), and a gate lists the runs
+# of the same commands there that it was not given. The tests' runs never go to the ledger of the machine they run
+# on: a session (each xdist worker) has a ledger of its own, which module fixtures' runs share, and each test one of
+# its own (machine_ledger_of_this_test).
+os.environ["FXPROBE_MACHINE_LEDGER"] = os.path.join(tempfile.mkdtemp(prefix="fxprobe-tests-"), "machine-ledger.jsonl")
+
+
+@pytest.fixture(autouse=True)
+def machine_ledger_of_this_test(tmp_path, monkeypatch):
+    monkeypatch.setenv("FXPROBE_MACHINE_LEDGER", str(tmp_path / "machine-ledger.jsonl"))
 
 
 def pytest_collection_modifyitems(items):

@@ -328,6 +328,7 @@ def test_benchmark_json_refuses_damaged_files(data):
 # --------------------------------------------------------------------------- run folders given as evidence
 def _run_folder() -> tuple[Path, dict, list[dict]]:
     folder = Path(tempfile.mkdtemp(dir=WORK)) / "run"
+    os.environ["FXPROBE_MACHINE_LEDGER"] = str(folder.parent / "ledger.jsonl")   # one line each: the same length
     assert main(["--run-dir", str(folder), "--json", "-q", "model-switch", "--switches", "20", "--load-time", "90"]) == 0
     results = json.loads((folder / "results.json").read_text())
     command = {"schema_version": 1, "name": "0001-version-fio", "argv": ["fio", "--version"],

@@ -55,7 +55,7 @@ def parse(argv: list[str]) -> click.Context:
 def _doctor(tmp_path: Path, capsys, *args: str) -> dict:
     assert main(["--runs", str(tmp_path), *args]) == 0
     data = json.loads(capsys.readouterr().out)
-    return {k: v for k, v in data.items() if k not in ("argv", "started", "finished", "run_dir")}
+    return {k: v for k, v in data.items() if k not in ("argv", "started", "finished", "run_dir", "ledger_place")}
 
 
 def test_json_after_the_command_prints_the_same_json_as_before_it(tmp_path, capsys):

@@ -92,7 +92,7 @@ def test_the_envelope_is_the_library_s_and_results_cannot_overwrite_it(tmp_path)
     with pytest.raises(ValueError, match="envelope keys"):
         run.finish(Outcome.PASS, {"outcome": "pass"})
     written = run.finish(Outcome.NOT_RUN, {"doctor": {}}, reason="no lab here")
-    assert list(written)[:len(ENVELOPE_KEYS)] == list(json.loads((run.path / "results.json").read_text()))[:9]
+    assert list(written)[:len(ENVELOPE_KEYS)] == list(json.loads((run.path / "results.json").read_text()))[:len(ENVELOPE_KEYS)]
     assert written["outcome"] == "not run" and written["exit_code"] == 3 and written["reason"] == "no lab here"
     assert set(ENVELOPE_KEYS) <= set(written)
     assert run.fail("late") is None and results_of(run.path)["outcome"] == "not run"   # finished stays finished

@@ -1,18 +1,20 @@
-"""The runs folder's ledger (core/ledger.py): every run begun and finished there, hash-chained; a gate lists the
-measuring runs beside its evidence that it was not given (gates/omitted.py), and the report prints them. The twin of
-the one passing line-efficiency run given alone is the same folder with every run given: nothing listed."""
+"""The ledgers (core/ledger.py): every run begun and finished in its runs folder and on the machine, hash-chained; a
+gate lists the measuring runs beside its evidence, or of the same commands in the machine's ledger, that it was not
+given (gates/omitted.py), and the report prints them. The twin of the one passing line-efficiency run given alone is
+every run given: nothing listed. Each test has a machine's ledger of its own (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import socket
 from pathlib import Path
 
 from fxprobe.core import ledger
 from fxprobe.core.rundir import RunDir
 from fxprobe.core.verdict import Outcome
 from fxprobe.gates import omitted
-from gate_helpers import fake_run, fxprobe, runs_of
+from gate_helpers import fake_run, fxprobe, rewritten, runs_of
 
 LINE = {"summary": {"line_efficiency": 0.91, "mean_bps": 91e9}, "port_speed_bps": 100e9, "interface": "ens1f0"}
 SHORT = {"summary": {"line_efficiency": 0.71, "mean_bps": 71e9}, "port_speed_bps": 100e9, "interface": "ens1f0"}
@@ -89,13 +91,99 @@ def test_the_report_prints_the_runs_its_gate_run_was_not_given(tmp_path):
 def test_evidence_with_no_ledger_beside_it_says_so(tmp_path):
     run = fake_run(tmp_path / "evidence", "line-efficiency", LINE)
     (run.parent / ledger.LEDGER).unlink()
-    assert omitted.lines(omitted.review([run])) == [
-        f"LEDGER: no {ledger.LEDGER} in {run.parent.resolve()}: runs made there and not given cannot be seen"]
+    (missing, machine) = omitted.lines(omitted.review([run]))
+    assert missing == (f"LEDGER: no {ledger.LEDGER} in {run.parent.resolve()}: runs made there and not given cannot "
+                       f"be seen ({run.name} was its line 1: it was deleted)")
+    assert machine.startswith(f"MACHINE LEDGER: {ledger.machine_ledger().resolve()} on ") and \
+        machine.endswith(", 2 lines; the given runs are its lines 1"), machine
 
 
 def test_a_run_that_never_finished_is_listed_as_such(tmp_path):
     crashed = RunDir.start("soak", ["fxprobe", "soak"], base=tmp_path)
     given = fake_run(tmp_path, "soak", {"duration_s": 10.0})
-    (line,) = omitted.lines(omitted.review([given]))
+    (line,) = [line for line in omitted.lines(omitted.review([given])) if not line.startswith("MACHINE LEDGER")]
     assert line.startswith(f"NOT GIVEN AS EVIDENCE: {crashed.path.name} (soak, began ") and "never finished" in line
     crashed.finish(Outcome.PASS, {})
+
+
+def _gate_lines(tmp_path, capsys, *runs: Path, gates_file: Path | None = None) -> list[str]:
+    args = [a for r in runs for a in ("--evidence", str(r))] + (["--config", str(gates_file)] if gates_file else [])
+    assert fxprobe(tmp_path, "gate", "g2", *args) in (1, 3)
+    return [line.strip() for line in capsys.readouterr().out.splitlines()
+            if line.strip().startswith(("NOT GIVEN", "LEDGER", "MACHINE LEDGER"))]
+
+
+def test_a_fresh_runs_folder_per_attempt_is_listed_from_the_machine_s_ledger_and_its_twin_given_all_is_not(
+        tmp_path, capsys):
+    failed = [fake_run(tmp_path / f"attempt{i}", "line-efficiency", SHORT, "fail") for i in (1, 2)]
+    fake_run(tmp_path / "other", "selftest", {"drives": []})          # another command: not the given one's
+    fake_run(tmp_path / "other", "line-efficiency", {"dry_run": True})  # a dry run measured nothing
+    best = fake_run(tmp_path / "attempt3", "line-efficiency", LINE)
+    machine = ledger.machine_ledger().resolve()
+    out = _gate_lines(tmp_path, capsys, best)
+    assert out == [f"NOT GIVEN AS EVIDENCE: {run.resolve()} (line-efficiency, FAIL, finished {_finished(run)}) - "
+                   f"listed in {machine}" for run in failed] + [
+        f"MACHINE LEDGER: {machine} on {socket.gethostname()}, begun {_began(machine)}, 11 lines; the given runs "
+        "are its lines 9"], out
+    recorded = json.loads((best / "results.json").read_text())["ledger_place"]
+    assert recorded == {"folder_seq": 1, "machine": {"path": str(machine), "host": socket.gethostname(), "seq": 9,
+                                                     "first_sha256": ledger.first_line(machine).first_sha256,
+                                                     "began": _began(machine)}}
+    out = _gate_lines(tmp_path, capsys, *failed, best)
+    assert not [line for line in out if not line.startswith("MACHINE LEDGER")], out
+    gates = tmp_path / "gates.toml"       # an acceptance period that begins after the runs: listed no more, counted
+    gates.write_text("[array]\nperiod_from = 2099-01-01\n")
+    assert _gate_lines(tmp_path, capsys, best, gates_file=gates)[-1].endswith(
+        "; 2 run(s) of the same commands outside the acceptance period not listed")
+
+
+def test_a_machine_s_ledger_deleted_or_begun_again_after_the_runs_is_named_from_the_evidence(tmp_path, capsys):
+    fake_run(tmp_path / "attempt1", "line-efficiency", SHORT, "fail")
+    best = fake_run(tmp_path / "attempt2", "line-efficiency", LINE)
+    machine = ledger.machine_ledger().resolve()
+    began = _began(machine)
+    machine.unlink()
+    (gone,) = [line for line in omitted.lines(omitted.review([best])) if "machine's ledger" in line]
+    assert gone == (f"LEDGER: the machine's ledger of {socket.gethostname()} that 1 given run(s) were written to "
+                    f"({machine}, begun {began}) is not here; the evidence holds its lines 3, and the 2 lines before "
+                    "and between them (other runs' begun and finished lines) cannot be seen: ask for that file")
+    fake_run(tmp_path / "later", "selftest", {"drives": []})           # the next run begins a new ledger there
+    (again,) = [line for line in omitted.lines(omitted.review([best])) if "machine's ledger" in line]
+    assert f"is not here: {machine} is another ledger, begun {_began(machine)};" in again
+
+
+def test_a_ledger_cut_short_before_a_given_run_s_own_line_is_named(tmp_path):
+    for outcome in ("fail", "fail"):
+        fake_run(tmp_path, "line-efficiency", SHORT, outcome)
+    best = fake_run(tmp_path, "line-efficiency", LINE)
+    folder = tmp_path / ledger.LEDGER
+    folder.write_text("".join(folder.read_text().splitlines(keepends=True)[:4]))     # the two failed runs' lines
+    problems = omitted.review([best])["problems"]
+    assert problems == [f"{folder.resolve()}: {best.name} was its line 5, but it holds 4 lines: it was cut short"]
+    folder.write_text("")                                                             # ... and emptied
+    assert omitted.review([best])["problems"] == [
+        f"{folder.resolve()}: {best.name} was its line 5, but it holds 0 lines: it was cut short"]
+
+
+def test_evidence_stripped_of_its_place_is_found_in_this_machine_s_ledger(tmp_path):
+    failed = fake_run(tmp_path / "attempt1", "line-efficiency", SHORT, "fail")
+    best = fake_run(tmp_path / "attempt2", "line-efficiency", LINE)
+    data = json.loads((best / "results.json").read_text())
+    del data["ledger_place"]
+    rewritten(best, data)                                   # the manifest made again: the folder checks out
+    review = omitted.review([best])
+    assert [o["run"] for o in review["omitted"]] == [failed.name]
+    assert review["problems"] == [f"1 given run(s) record no place in a machine's ledger (made before fxprobe kept "
+                                  f"one, or it could not be written): runs of the same commands in other folders "
+                                  f"cannot be seen for them: {best.name}"]
+    assert review["machines"][0]["host"] == "this machine" and review["machines"][0]["given"] == [3]
+
+
+def _began(machine: Path) -> str:
+    return ledger.first_line(machine).began
+
+
+def _finished(run: Path) -> str:
+    records, _ = ledger.read(ledger.machine_ledger())
+    (end,) = [r for r in records if r["event"] == "finished" and r["run"] == run.name]
+    return end["at"]

@@ -54,6 +54,24 @@ class VerdictRecord(Record):
     not_judged: list[NotJudgedRecord] = []   # never counted in the outcome
 
 
+class MachineLedgerPlace(Record):
+    """A run's begun line in the machine's ledger: the ledger (its path and host, the SHA-256 and time of its first
+    line) and the line's number."""
+
+    path: NonEmptyStr
+    host: str = ""
+    seq: PositiveInt
+    first_sha256: str
+    began: str = ""
+
+
+class LedgerPlace(Record):
+    """Where a run's begun line went (:mod:`fxprobe.core.ledger`): in its runs folder's ledger, and the machine's."""
+
+    folder_seq: PositiveInt | None = None
+    machine: MachineLedgerPlace | None = None
+
+
 class ResultsEnvelope(Record):
     """results.json: the envelope every command writes, and its own results beside it."""
 
@@ -68,6 +86,7 @@ class ResultsEnvelope(Record):
     run_dir: str | None = None
     verdict: VerdictRecord | str | None = None     # a fault run still writes its verdict word here
     gates: list[VerdictRecord] | None = None
+    ledger_place: LedgerPlace | None = None      # written by every run since the machine's ledger
 
 
 class CommandRecord(Record):
@@ -105,7 +124,8 @@ class OriginRecord(Record):
 
 
 class LedgerRecord(Record):
-    """One line of a runs folder's ledger.jsonl (:mod:`fxprobe.core.ledger`): a run begun or finished there."""
+    """One line of a runs folder's .ledger.jsonl or of the machine's ledger (:mod:`fxprobe.core.ledger`): a run begun
+    or finished."""
 
     seq: PositiveInt
     prev: str                    # the SHA-256 of the line before ("" for the first)
@@ -117,3 +137,4 @@ class LedgerRecord(Record):
     outcome: OutcomeText | None = None
     dry_run: bool | None = None
     manifest_sha256: str | None = None
+    folder: str | None = None    # the machine's ledger: the runs folder (absolute) the run is in

@@ -1,13 +1,17 @@
-"""The runs folder's ledger: every run begun and finished in a folder, in order, beside the runs (``ledger.jsonl``).
+"""The ledgers: every run begun and finished, in order, in the runs folder (``.ledger.jsonl``) and on the machine.
 
 A gate reads only the folders it is given; one who ran line-efficiency five times can give it the best one. The
-ledger is how the other four stay visible: each run folder's start (command, argv) and end (outcome, the SHA-256 of
-its manifest) is one line in ``<folder>/ledger.jsonl``, appended under a lock, each line carrying the SHA-256 of the
-line before it (``prev``), so a line taken out of the middle or edited breaks the chain at the next one. A gate
-lists every finished run the ledger beside its evidence holds that it was not given (:mod:`fxprobe.gates.omitted`).
+ledgers are how the other four stay visible: each run folder's start (command, argv) and end (outcome, the SHA-256 of
+its manifest) is one line in ``<folder>/.ledger.jsonl`` and one in the machine's ledger (:func:`machine_ledger`,
+with the runs folder's path), appended under a lock, each line carrying the SHA-256 of the line before it
+(``prev``), so a line taken out of the middle or edited breaks the chain at the next one. The machine's ledger
+keeps the runs of a fresh runs folder per attempt. Each run records its place in both (``ledger_place`` in its
+results.json: its line numbers, and the machine ledger's path, host and first line), so a ledger deleted or cut
+short after the run is seen from the evidence itself. A gate lists every measuring run the ledgers hold that it
+was not given (:mod:`fxprobe.gates.omitted`).
 
-It does not stop a fresh runs folder per attempt, or a ledger deleted or cut short at its end: it makes leaving
-runs out of the same folder visible, and the buyer's witness can ask for the folder's ledger.
+It does not stop a root user who deletes the machine's ledger before the attempts: the next run begins a new one,
+and the gate prints when the ledger began, for the witness to compare with the acceptance's first day.
 """
 
 from __future__ import annotations
@@ -15,27 +19,74 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 LEDGER = ".ledger.jsonl"        # hidden: `--evidence runs/*` globs run folders only
+
+
+def machine_ledger() -> Path:
+    """This machine's ledger: $FXPROBE_MACHINE_LEDGER, else $XDG_STATE_HOME/fxprobe/ledger.jsonl, else
+    ~/.local/state/fxprobe/ledger.jsonl."""
+    named = os.environ.get("FXPROBE_MACHINE_LEDGER")
+    if named:
+        return Path(named)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(state) / "fxprobe" / "ledger.jsonl"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a line went: its ``seq``, and the ledger's first line (its SHA-256 names the ledger; ``began``)."""
+
+    seq: int
+    first_sha256: str
+    began: str
 
 
 def line_digest(line: str) -> str:
     return hashlib.sha256(line.rstrip("\n").encode()).hexdigest()
 
 
-def append(folder: Path, record: dict) -> None:
+def append(folder: Path, record: dict) -> Place:
     """One line in ``folder``'s ledger: ``seq`` and ``prev`` (the previous line's SHA-256) before ``record``."""
+    return append_to(Path(folder) / LEDGER, record)
+
+
+def append_to(path: Path, record: dict) -> Place:
+    """One line in the ledger at ``path`` (created with its folder): ``seq`` and ``prev`` before ``record``."""
     from fxprobe.core.evidence import LedgerRecord
-    with open(Path(folder) / LEDGER, "a+", encoding="utf-8") as handle:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         lines = [line for line in handle.read().splitlines() if line.strip()]
         entry = LedgerRecord.model_validate({"seq": len(lines) + 1, "prev": line_digest(lines[-1]) if lines else "",
                                              **record})
+        text = entry.model_dump_json(exclude_none=True)
         handle.seek(0, 2)
-        handle.write(entry.model_dump_json(exclude_none=True) + "\n")
+        handle.write(text + "\n")
         handle.flush()
+    first = lines[0] if lines else text
+    return Place(entry.seq, line_digest(first), _at(first))
+
+
+def first_line(path: Path) -> Place | None:
+    """The ledger's first line as a Place (seq: how many lines it holds); None if it has none or is no file."""
+    try:
+        lines = [line for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+                 if line.strip()]
+    except OSError:
+        return None
+    return Place(len(lines), line_digest(lines[0]), _at(lines[0])) if lines else None
+
+
+def _at(line: str) -> str:
+    try:
+        return str(json.loads(line).get("at") or "")
+    except (ValueError, AttributeError):
+        return ""
 
 
 def read(path: Path) -> tuple[list[dict], list[str]]:

@@ -20,6 +20,7 @@ import datetime as dt
 import json
 import os
 import re
+import socket
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ ENVIRONMENT = "environment.json"
 
 SCHEMA_VERSION = 1
 ENVELOPE_KEYS = ("schema_version", "command", "argv", "started", "finished", "outcome", "reason", "exit_code",
-                 "run_dir")
+                 "run_dir", "ledger_place")
 DID_NOT_FINISH = "the command did not finish (killed, crashed or still running): no result was recorded"
 EXIT_INTERRUPTED = 130
 
@@ -141,8 +142,9 @@ class RunDir:
                           "started": earlier.get("started") or utc_stamp(), "run_dir": str(self.path)}
         if earlier:
             self._known["resumed"] = [*earlier.get("resumed", []), utc_stamp()]
+        place = self._ledger(event="begun", command=command, argv=self._envelope["argv"])
+        self._known["ledger_place"] = earlier.get("ledger_place") or place
         self._write_envelope(Outcome.ERROR, {}, DID_NOT_FINISH, None)
-        self._ledger(event="begun", command=command, argv=self._envelope["argv"])
         return self
 
     def note(self, **fields: Any) -> None:
@@ -170,13 +172,23 @@ class RunDir:
                      manifest_sha256=self.manifest_sha256())
         return data
 
-    def _ledger(self, **record: Any) -> None:
-        """A line in the ledger of the folder this run is in (fxprobe.core.ledger); a folder that cannot take one
-        leaves the run as it is (the gate says the run has no finished line)."""
+    def _ledger(self, **record: Any) -> dict:
+        """A line in the ledger of the folder this run is in and one in the machine's (fxprobe.core.ledger), and
+        where they went (``ledger_place``); a ledger that cannot take one leaves the run as it is (the gate says
+        the run has no finished line, or no place in that ledger)."""
+        line, place = {"run": self.path.name, "at": utc_stamp(), **record}, {}
         try:
-            ledger.append(self.path.parent, {"run": self.path.name, "at": utc_stamp(), **record})
+            place["folder_seq"] = ledger.append(self.path.parent, line).seq
         except OSError:
             pass
+        machine = ledger.machine_ledger()
+        try:
+            written = ledger.append_to(machine, {**line, "folder": str(self.path.parent.resolve())})
+        except OSError:
+            return place
+        place["machine"] = {"path": str(machine.resolve()), "host": socket.gethostname(), "seq": written.seq,
+                            "first_sha256": written.first_sha256, "began": written.began}
+        return place
 
     def fail(self, reason: str, exit_code: int = EXIT_ERROR) -> dict | None:
         """Record outcome "error" with the reason and exit code (no-op once finished, or before begin())."""
