@@ -187,3 +187,13 @@ def _finished(run: Path) -> str:
     records, _ = ledger.read(ledger.machine_ledger())
     (end,) = [r for r in records if r["event"] == "finished" and r["run"] == run.name]
     return end["at"]
+
+
+def test_a_line_stamped_before_the_one_before_it_says_the_clock_went_back_and_an_ntp_step_does_not(tmp_path):
+    for number, at in enumerate(("2026-12-05T10:00:00.000Z", "2026-12-05T10:00:30.000Z", "2026-12-05T10:00:29.500Z",
+                                 "2026-12-04T09:00:00.000Z", "2026-12-05T10:01:00.000Z"), 1):
+        ledger.append(tmp_path, {"event": "begun", "run": f"r{number}", "at": at})
+    _, problems = ledger.read(tmp_path / ledger.LEDGER)       # line 3: 0.5 s back (NTP); line 4: a day and an hour
+    assert problems == ["line 4 (seq 4) is stamped 2026-12-04T09:00:00.000Z, 90030.000 s before line 2 "
+                        "(2026-12-05T10:00:30.000Z): the machine's clock went back (more than the 1 s allowed for an "
+                        "NTP step)"]

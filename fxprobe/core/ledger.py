@@ -21,7 +21,9 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 LEDGER = ".ledger.jsonl"        # hidden: `--evidence runs/*` globs run folders only
 
@@ -49,13 +51,14 @@ def line_digest(line: str) -> str:
     return hashlib.sha256(line.rstrip("\n").encode()).hexdigest()
 
 
-def append(folder: Path, record: dict) -> Place:
+def append(folder: Path, record: dict, stamp: Callable[[], str] | None = None) -> Place:
     """One line in ``folder``'s ledger: ``seq`` and ``prev`` (the previous line's SHA-256) before ``record``."""
-    return append_to(Path(folder) / LEDGER, record)
+    return append_to(Path(folder) / LEDGER, record, stamp)
 
 
-def append_to(path: Path, record: dict) -> Place:
-    """One line in the ledger at ``path`` (created with its folder): ``seq`` and ``prev`` before ``record``."""
+def append_to(path: Path, record: dict, stamp: Callable[[], str] | None = None) -> Place:
+    """One line in the ledger at ``path`` (created with its folder): ``seq`` and ``prev`` before ``record``;
+    ``at`` = ``stamp()`` taken under the lock, so that the lines of processes appending at once are in time order."""
     from fxprobe.core.evidence import LedgerRecord
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+", encoding="utf-8") as handle:
@@ -63,7 +66,7 @@ def append_to(path: Path, record: dict) -> Place:
         handle.seek(0)
         lines = [line for line in handle.read().splitlines() if line.strip()]
         entry = LedgerRecord.model_validate({"seq": len(lines) + 1, "prev": line_digest(lines[-1]) if lines else "",
-                                             **record})
+                                             **record, **({"at": stamp()} if stamp else {})})
         text = entry.model_dump_json(exclude_none=True)
         handle.seek(0, 2)
         handle.write(text + "\n")
@@ -89,11 +92,15 @@ def _at(line: str) -> str:
         return ""
 
 
+CLOCK_STEP_S = 1.0      # a line stamped more than this before the line before it: the clock went back
+
+
 def read(path: Path) -> tuple[list[dict], list[str]]:
     """The ledger's records and what breaks its chain ("line 4: ..."), one problem a line; a line that is not a
-    ledger record is a problem too (and read past)."""
+    ledger record is a problem too (and read past), and so is a line stamped more than CLOCK_STEP_S before the
+    line before it (the machine's clock was set back between them: runs dated into a period they were not made in)."""
     from fxprobe.core.evidence import LedgerRecord
-    records, problems, previous, count = [], [], None, 0
+    records, problems, previous, count, latest = [], [], None, 0, None
     for number, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
@@ -108,5 +115,21 @@ def read(path: Path) -> tuple[list[dict], list[str]]:
                                 "is not that line's SHA-256, or its seq is not its place): a line was taken out or "
                                 "edited")
             records.append(record)
+            moment = _moment(record["at"])
+            if moment is not None and latest is not None and (latest[0] - moment).total_seconds() > CLOCK_STEP_S:
+                problems.append(f"line {number} (seq {record['seq']}) is stamped {record['at']}, "
+                                f"{(latest[0] - moment).total_seconds():.3f} s before line {latest[1]} "
+                                f"({latest[2]}): the machine's clock went back (more than the {CLOCK_STEP_S:g} s "
+                                "allowed for an NTP step)")
+            if moment is not None and (latest is None or moment > latest[0]):
+                latest = (moment, number, record["at"])
         previous = line
     return records, problems
+
+
+def _moment(stamp: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

@@ -176,14 +176,14 @@ class RunDir:
         """A line in the ledger of the folder this run is in and one in the machine's (fxprobe.core.ledger), and
         where they went (``ledger_place``); a ledger that cannot take one leaves the run as it is (the gate says
         the run has no finished line, or no place in that ledger)."""
-        line, place = {"run": self.path.name, "at": utc_stamp(), **record}, {}
+        line, place = {"run": self.path.name, **record}, {}
         try:
-            place["folder_seq"] = ledger.append(self.path.parent, line).seq
+            place["folder_seq"] = ledger.append(self.path.parent, line, utc_stamp).seq
         except OSError:
             pass
         machine = ledger.machine_ledger()
         try:
-            written = ledger.append_to(machine, {**line, "folder": str(self.path.parent.resolve())})
+            written = ledger.append_to(machine, {**line, "folder": str(self.path.parent.resolve())}, utc_stamp)
         except OSError:
             return place
         place["machine"] = {"path": str(machine.resolve()), "host": socket.gethostname(), "seq": written.seq,
