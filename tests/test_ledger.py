@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import socket
 from pathlib import Path
 
@@ -176,7 +177,7 @@ def test_evidence_stripped_of_its_place_is_found_in_this_machine_s_ledger(tmp_pa
     assert review["problems"] == [f"1 given run(s) record no place in a machine's ledger (made before fxprobe kept "
                                   f"one, or it could not be written): runs of the same commands in other folders "
                                   f"cannot be seen for them: {best.name}"]
-    assert review["machines"][0]["host"] == "this machine" and review["machines"][0]["given"] == [3]
+    assert review["machines"][0]["host"] == socket.gethostname() and review["machines"][0]["given"] == [3]
 
 
 def _began(machine: Path) -> str:
@@ -197,3 +198,63 @@ def test_a_line_stamped_before_the_one_before_it_says_the_clock_went_back_and_an
     assert problems == ["line 4 (seq 4) is stamped 2026-12-04T09:00:00.000Z, 90030.000 s before line 2 "
                         "(2026-12-05T10:00:30.000Z): the machine's clock went back (more than the 1 s allowed for an "
                         "NTP step)"]
+
+
+def _noted(tmp_path: Path, capsys, who: str = "A. Witness (buyer)") -> tuple[dict, Path]:
+    """`fxprobe ledger -o json`'s last line, noted in a gates.toml as the witness would."""
+    assert fxprobe(tmp_path, "-o", "json", "ledger") == 0
+    summary = json.loads(capsys.readouterr().out)["machine_ledger"]
+    gates = tmp_path / "gates.toml"
+    gates.write_text(f'[[ledger.checkpoints]]\nhost = "{summary["host"]}"\nseq = {summary["last"]["seq"]}\n'
+                     f'sha256 = "{summary["last"]["sha256"]}"\nnoted = "{who}, {summary["last"]["at"]}"\n')
+    return summary, gates
+
+
+def test_the_line_a_witness_noted_is_found_again_and_its_twin_a_ledger_begun_again_since_is_named(tmp_path, capsys):
+    fake_run(tmp_path / "attempt1", "line-efficiency", SHORT, "fail")
+    summary, gates = _noted(tmp_path, capsys)
+    assert summary["last"]["seq"] == 3 and summary["lines"] == 3 and summary["problems"] == []
+    assert summary["runs"] == {"line-efficiency": 1, "ledger": 1} and summary["host"] == socket.gethostname()
+    best = fake_run(tmp_path / "attempt2", "line-efficiency", LINE)
+    out = _gate_lines(tmp_path, capsys, best, gates_file=gates)
+    assert out[-1].endswith(f"; the witness's line 3 (A. Witness (buyer), {summary['last']['at']}) found as noted")
+    assert not [line for line in out if line.startswith("LEDGER")], out
+    ledger.machine_ledger().unlink()               # the twin: the ledger deleted, the passing run made again
+    again = fake_run(tmp_path / "attempt3", "line-efficiency", LINE)
+    out = _gate_lines(tmp_path, capsys, again, gates_file=gates)
+    assert (f"LEDGER: {ledger.machine_ledger().resolve()} on {socket.gethostname()} does not hold the line the "
+            f"witness noted (line 3, sha256 {summary['last']['sha256']}, noted: A. Witness (buyer), "
+            f"{summary['last']['at']}): that machine's ledger was begun again, cut short or rewritten since it was "
+            "noted") in out, out
+    assert not any("NOT GIVEN" in line for line in out)    # the failed attempt went with the old ledger: only the
+    gates.write_text(gates.read_text().replace(socket.gethostname(), "bench-02"))        # checkpoint tells
+    assert any(line.startswith("LEDGER: the line the witness noted in bench-02's ledger (line 3, ") and
+               line.endswith("was not looked for: no given run was written to that machine's ledger, and it is not "
+                             "this machine's") for line in _gate_lines(tmp_path, capsys, again, gates_file=gates))
+
+
+def test_fxprobe_ledger_says_the_chain_holds_and_fails_where_a_line_was_edited(tmp_path, capsys):
+    fake_run(tmp_path / "attempt1", "line-efficiency", SHORT, "fail")
+    assert fxprobe(tmp_path, "ledger") == 0
+    out = capsys.readouterr().out
+    assert "chain: holds" in out and "[[ledger.checkpoints]]" in out and 'seq = 3' in out, out
+    path = ledger.machine_ledger()
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[1].replace('"fail"', '"pass"'), *lines[2:]]) + "\n")
+    assert fxprobe(tmp_path, "ledger") == 1
+    out = capsys.readouterr().out
+    assert "chain: BROKEN: line 3 (seq 3) does not follow the line before it" in out, out
+    path.chmod(0o000)
+    try:
+        if not os.access(path, os.R_OK):     # root reads a file whatever its mode
+            assert fxprobe(tmp_path, "ledger") == 4
+    finally:
+        path.chmod(0o600)
+
+
+def test_a_checkpoint_that_is_not_a_sha256_is_refused_naming_the_field(tmp_path, capsys):
+    best = fake_run(tmp_path / "attempt1", "line-efficiency", LINE)
+    gates = tmp_path / "gates.toml"
+    gates.write_text('[[ledger.checkpoints]]\nhost = "bench-01"\nseq = 3\nsha256 = "abc"\nnoted = "me"\n')
+    assert fxprobe(tmp_path, "gate", "g2", "--config", str(gates), "--evidence", str(best)) == 2
+    assert "gates.toml: field 'ledger.checkpoints[0].sha256': string should match pattern" in capsys.readouterr().err

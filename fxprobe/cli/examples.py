@@ -13,6 +13,8 @@ PROFILE = "qwen3-coder-480b-tp8-readback"
 EXAMPLES: dict[str, list[str]] = {
     "": ["fxprobe rehearse", "fxprobe doctor -o json", "fxprobe gate all --evidence runs/*"],
     "doctor": ["fxprobe doctor", "fxprobe doctor -o json", "fxprobe doctor --json | jq .missing"],
+    "ledger": ["fxprobe ledger", "fxprobe ledger -o json | jq .machine_ledger.last",
+               "fxprobe ledger --json"],
     "rehearse": ["fxprobe rehearse", "fxprobe rehearse --lab default --soak 2m",
                  "fxprobe rehearse --config gates.toml --key signing.pem"],
     "lab": ["fxprobe lab up --hosts 2 --links 2", "fxprobe lab status", "fxprobe lab down"],

@@ -41,6 +41,7 @@ COMMANDS = {
     "model-switch": ("fxprobe.cli.calc", "model_switch"),
     "cost": ("fxprobe.cli.calc", "cost"),
     "rehearse": ("fxprobe.cli.rehearse", "rehearse"),
+    "ledger": ("fxprobe.cli.ledger", "ledger"),
 }
 
 

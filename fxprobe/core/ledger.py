@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import socket
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,7 +97,8 @@ CLOCK_STEP_S = 1.0      # a line stamped more than this before the line before i
 
 
 def read(path: Path) -> tuple[list[dict], list[str]]:
-    """The ledger's records and what breaks its chain ("line 4: ..."), one problem a line; a line that is not a
+    """The ledger's records (each with its line's ``sha256``) and what breaks its chain ("line 4: ..."), one problem
+    a line; a line that is not a
     ledger record is a problem too (and read past), and so is a line stamped more than CLOCK_STEP_S before the
     line before it (the machine's clock was set back between them: runs dated into a period they were not made in)."""
     from fxprobe.core.evidence import LedgerRecord
@@ -114,7 +116,7 @@ def read(path: Path) -> tuple[list[dict], list[str]]:
                 problems.append(f"line {number} (seq {record['seq']}) does not follow the line before it (its prev "
                                 "is not that line's SHA-256, or its seq is not its place): a line was taken out or "
                                 "edited")
-            records.append(record)
+            records.append({**record, "sha256": line_digest(line)})
             moment = _moment(record["at"])
             if moment is not None and latest is not None and (latest[0] - moment).total_seconds() > CLOCK_STEP_S:
                 problems.append(f"line {number} (seq {record['seq']}) is stamped {record['at']}, "
@@ -133,3 +135,18 @@ def _moment(stamp: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def summary(path: Path) -> dict:
+    """The ledger at ``path`` as a witness reads it (``fxprobe ledger``): this machine's name, when it began, its
+    lines and runs (by command), what breaks its chain, and its last line (seq, SHA-256, time), the one to note in
+    gates.toml ``[ledger] checkpoints``. OSError when it cannot be read."""
+    records, problems = read(path)
+    runs: dict[str, int] = {}
+    for record in records:
+        if record["event"] == "begun":
+            runs[record.get("command") or "?"] = runs.get(record.get("command") or "?", 0) + 1
+    last = records[-1] if records else None
+    return {"path": str(Path(path).resolve()), "host": socket.gethostname(),
+            "began": records[0]["at"] if records else "", "lines": len(records), "runs": runs, "problems": problems,
+            "last": {"seq": last["seq"], "sha256": last["sha256"], "at": last["at"]} if last else None}

@@ -349,7 +349,8 @@ def asides(evidence_paths: list[Path], config: GateConfig) -> dict:
     to a package (report.provenance: the report's decision is INCOMPLETE over them)."""
     from fxprobe.report.provenance import review_folders, trusted_from
     traced = review_folders(list(evidence_paths), trusted_from(config.to_dict()))
-    return {"ledger": omitted.review(evidence_paths, (config.array.period_from, config.array.period_until)),
+    return {"ledger": omitted.review(evidence_paths, (config.array.period_from, config.array.period_until),
+                                     config.ledger.checkpoints),
             "provenance": {"untraced": list(traced.untraced), "notes": list(traced.notes)}}
 
 

@@ -141,6 +141,24 @@ class ProvenanceTable(InputModel):
     admitted_files: list[TrustedBuild] = []    # benchmark files no fxprobe benchmark run witnessed, admitted by SHA-256
 
 
+class LedgerCheckpoint(InputModel):
+    """A line of a machine's ledger the buyer's witness noted (``fxprobe ledger`` prints it): found again where it
+    was, the ledger was not begun again or rewritten before it since."""
+
+    host: Annotated[str, Field(min_length=1, max_length=253,
+                               description="the machine's name, as fxprobe ledger printed it")]
+    seq: PositiveInt
+    sha256: Sha256
+    noted: Reason        # who noted it, and when
+
+
+class LedgerTable(InputModel):
+    """[ledger]: the machines' ledger lines the buyer's witness noted (docs/gates.md); not a threshold, never a
+    departure from the buyer's defaults."""
+
+    checkpoints: list[LedgerCheckpoint] = []
+
+
 def _unknown_keys(mapping: dict, _lab: bool) -> str | None:
     unknown = [key for key in mapping if key not in THRESHOLD_KEYS]
     return f"{', '.join(unknown)}: not a threshold; thresholds: {', '.join(THRESHOLD_KEYS)}" if unknown else None
@@ -217,12 +235,14 @@ class GatesFile(InputModel):
     g4: G4Thresholds = G4Thresholds()
     array: ArrayTable = ArrayTable()
     provenance: ProvenanceTable = ProvenanceTable()
+    ledger: LedgerTable = LedgerTable()
     scale: ScaleTable = ScaleTable()
 
     _departures = field_validator("scale")(classmethod(lambda cls, scale, info: _departures(scale, info)))
 
 
-DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale", "array", "provenance"})
+NOT_GATES = {"array", "provenance", "ledger"}      # tables that name things, not thresholds
+DEFAULTS: dict[str, dict[str, float]] = GatesFile().model_dump(exclude={"scale", *NOT_GATES})
 BUYER: dict[str, float] = {f"{gate}.{key}": value for gate, table in DEFAULTS.items() for key, value in table.items()
                            if f"{gate}.{key}" in THRESHOLD_KEYS}     # the buyer's thresholds (docs/gates.md)
 NO_SCALE: dict = ScaleTable().model_dump()
@@ -256,6 +276,7 @@ class GateConfig:
     scale: dict = field(default_factory=lambda: dict(NO_SCALE))      # ScaleTable, dumped
     array: ArrayTable = ArrayTable()                                   # the array under acceptance ([array])
     provenance: ProvenanceTable = ProvenanceTable()                    # builds trusted by SHA-256 ([provenance])
+    ledger: LedgerTable = LedgerTable()                                # ledger lines a witness noted ([ledger])
 
     def get(self, gate: str, key: str) -> float:
         try:
@@ -278,7 +299,8 @@ class GateConfig:
 
     def to_dict(self) -> dict:
         data = {"source": self.source, "lab_scaled": self.lab_scaled, "thresholds": self.values,
-                "array": self.array.model_dump(mode="json"), "provenance": self.provenance.model_dump(mode="json")}
+                "array": self.array.model_dump(mode="json"), "provenance": self.provenance.model_dump(mode="json"),
+                "ledger": self.ledger.model_dump(mode="json")}
         if self.lab_scaled:
             data.update(scale=self.scale, notes=self.scale_lines())
         elif self.custom:
@@ -343,7 +365,7 @@ class GateConfig:
         """The same thresholds with G1's array list replaced (``gate g1 --arrays``)."""
         values = {gate: dict(keys) for gate, keys in self.values.items()}
         values["g1"]["arrays"] = list(arrays)
-        return GateConfig(values, self.source, self.scale, self.array, self.provenance)
+        return GateConfig(values, self.source, self.scale, self.array, self.provenance, self.ledger)
 
     def trusted_signers(self) -> tuple[str, ...]:
         return tuple(self.values.get("g4", {}).get("trusted_signers") or ())
@@ -351,8 +373,8 @@ class GateConfig:
 
 def parse_config(text: str, source: str) -> GateConfig:
     model = validate(GatesFile, parse_toml(text, source), source)
-    values = model.model_dump(exclude={"array", "provenance"})
-    return GateConfig(values, source, values.pop("scale"), model.array, model.provenance)
+    values = model.model_dump(exclude=NOT_GATES)
+    return GateConfig(values, source, values.pop("scale"), model.array, model.provenance, model.ledger)
 
 
 def load_config(path: Path | None = None) -> GateConfig:

@@ -15,6 +15,7 @@ evidence with no ledger or no place in one are printed the same way (``LEDGER: .
 from __future__ import annotations
 
 import json
+import socket
 from datetime import date
 from pathlib import Path
 from typing import Callable, Iterable
@@ -27,9 +28,10 @@ MEASURED = ("selftest", "line-efficiency", "run", "soak", "fault run", "report v
 Period = tuple[date | None, date | None]
 
 
-def review(paths: Iterable[Path], period: Period = (None, None)) -> dict:
+def review(paths: Iterable[Path], period: Period = (None, None), checkpoints: Iterable = ()) -> dict:
     """{"omitted": [{ledger, run, command, outcome, at[, folder]}], "problems": [...], "machines": [...]} over the
-    ledgers beside ``paths`` and the machines' ledgers they were written to."""
+    ledgers beside ``paths`` and the machines' ledgers they were written to; ``checkpoints`` (gates.toml
+    ``[ledger]``: host, seq, sha256, noted) are looked for in the machines' ledgers read."""
     paths = [Path(p).resolve() for p in paths]
     given = set(paths)
     places = {path: _place(path) for path in paths}
@@ -47,12 +49,15 @@ def review(paths: Iterable[Path], period: Period = (None, None)) -> dict:
         problems += _cut_short(ledger, records, {folder / name: seq for name, seq in lines_of.items() if seq},
                                lambda r: folder / r["run"])
         omitted += _not_given(ledger, records, given, lambda r: folder / r["run"], MEASURED)
-    machines = _machines(paths, places, given, period, omitted, problems)
+    machines, ledgers = _machines(paths, places, given, period, omitted, problems)
+    problems += _witnessed(list(checkpoints), ledgers, machines)
     return {"omitted": omitted, "problems": problems, "machines": machines}
 
 
-def _machines(paths: list[Path], places: dict, given: set, period: Period, omitted: list, problems: list) -> list:
-    """The machines' ledgers' part of :func:`review` (appends to ``omitted`` and ``problems``)."""
+def _machines(paths: list[Path], places: dict, given: set, period: Period, omitted: list,
+              problems: list) -> tuple[list, dict]:
+    """The machines' ledgers' part of :func:`review` (appends to ``omitted`` and ``problems``): what it printed of
+    each ledger read, and {host: (path, its records or None where it is gone)}."""
     recorded: dict[str, dict] = {}
     for path in paths:
         machine = places[path].get("machine")
@@ -65,14 +70,15 @@ def _machines(paths: list[Path], places: dict, given: set, period: Period, omitt
                         f"be seen for them: {', '.join(unplaced[:5])}{' ...' if len(unplaced) > 5 else ''}")
     here = first_line(machine_ledger())
     if here is not None and here.first_sha256 not in recorded:
-        recorded[here.first_sha256] = {"path": str(machine_ledger().resolve()), "host": "this machine",
+        recorded[here.first_sha256] = {"path": str(machine_ledger().resolve()), "host": socket.gethostname(),
                                        "began": here.began, "runs": {}}
     listed = {Path(o.get("folder") or Path(o["ledger"]).parent) / o["run"] for o in omitted}
-    machines = []
+    machines, ledgers = [], {}
     for first_sha256, ledger in recorded.items():
         path, seqs = Path(ledger["path"]), sorted(s for s in ledger["runs"].values() if s)
         current = first_line(path)
         if current is None or current.first_sha256 != first_sha256:
+            ledgers.setdefault(ledger.get("host") or "?", (path, None))
             instead = f": {path} is another ledger, begun {current.began}" if current else ""
             problems.append(f"the machine's ledger of {ledger.get('host') or '?'} that {len(ledger['runs'])} given "
                             f"run(s) were written to ({path}, begun {ledger.get('began') or '?'}) is not here{instead};"
@@ -81,6 +87,7 @@ def _machines(paths: list[Path], places: dict, given: set, period: Period, omitt
                             "finished lines) cannot be seen: ask for that file")
             continue
         records, broken = read(path)
+        ledgers[ledger.get("host") or "?"] = (path, records)
         where = lambda r: Path(r.get("folder") or "/") / r["run"]       # noqa: E731
         mine = [r for r in records if r["event"] == "begun" and where(r) in given]
         if not mine:
@@ -94,7 +101,31 @@ def _machines(paths: list[Path], places: dict, given: set, period: Period, omitt
         machines.append({"path": str(path), "host": ledger.get("host") or "", "began": current.began,
                          "lines": len(records), "given": sorted(r["seq"] for r in mine),
                          "outside_period": len(found) - len(inside)})
-    return machines
+    return machines, ledgers
+
+
+def _witnessed(checkpoints: list, ledgers: dict, machines: list) -> list[str]:
+    """Each line a witness noted (gates.toml [ledger]) looked for where it was: found, it is added to its ledger's
+    entry in ``machines`` (``witnessed``); not there, or its ledger not read, it is a problem line."""
+    problems = []
+    for point in checkpoints:
+        point = point if isinstance(point, dict) else point.model_dump()
+        noted = f"line {point['seq']}, sha256 {point['sha256']}, noted: {point['noted']}"
+        path, records = ledgers.get(point["host"], (None, None))
+        if path is None:
+            problems.append(f"the line the witness noted in {point['host']}'s ledger ({noted}) was not looked for: "
+                            "no given run was written to that machine's ledger, and it is not this machine's")
+            continue
+        line = next((r for r in records or () if r["seq"] == point["seq"]), None)
+        if line is None or line["sha256"] != point["sha256"]:
+            problems.append(f"{path} on {point['host']} does not hold the line the witness noted ({noted}): "
+                            + ("the ledger is not here" if records is None else
+                               "that machine's ledger was begun again, cut short or rewritten since it was noted"))
+            continue
+        for machine in machines:
+            if machine["path"] == str(path):
+                machine.setdefault("witnessed", []).append(f"line {point['seq']} ({point['noted']})")
+    return problems
 
 
 def _place(path: Path) -> dict:
@@ -154,4 +185,5 @@ def lines(recorded: dict | None) -> list[str]:
                   f"{m.get('lines')} lines; the given runs are its lines {', '.join(map(str, m.get('given') or []))}"
                   + (f"; {m['outside_period']} run(s) of the same commands outside the acceptance period not listed"
                      if m.get("outside_period") else "")
+                  + (f"; the witness's {', '.join(m['witnessed'])} found as noted" if m.get("witnessed") else "")
                   for m in recorded.get("machines") or [] if isinstance(m, dict)]
