@@ -258,3 +258,15 @@ def test_a_checkpoint_that_is_not_a_sha256_is_refused_naming_the_field(tmp_path,
     gates.write_text('[[ledger.checkpoints]]\nhost = "bench-01"\nseq = 3\nsha256 = "abc"\nnoted = "me"\n')
     assert fxprobe(tmp_path, "gate", "g2", "--config", str(gates), "--evidence", str(best)) == 2
     assert "gates.toml: field 'ledger.checkpoints[0].sha256': string should match pattern" in capsys.readouterr().err
+
+
+def test_a_noted_line_of_this_machine_s_ledger_that_no_given_run_was_written_to_is_still_looked_for(tmp_path, capsys):
+    summary, gates = _noted(tmp_path, capsys)
+    old = fake_run(tmp_path / "attempt1", "line-efficiency", LINE)
+    data = json.loads((old / "results.json").read_text())
+    del data["ledger_place"]                    # a run from before the machine's ledger, say
+    rewritten(old, data)
+    ledger.machine_ledger().write_text("".join(ledger.machine_ledger().read_text().splitlines(keepends=True)[:2]))
+    out = _gate_lines(tmp_path, capsys, old, gates_file=gates)
+    assert out[-1].endswith(f", 3 lines; no given run was written to it; the witness's line 1 (A. Witness (buyer), "
+                            f"{summary['last']['at']}) found as noted"), out

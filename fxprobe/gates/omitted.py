@@ -122,9 +122,12 @@ def _witnessed(checkpoints: list, ledgers: dict, machines: list) -> list[str]:
                             + ("the ledger is not here" if records is None else
                                "that machine's ledger was begun again, cut short or rewritten since it was noted"))
             continue
-        for machine in machines:
-            if machine["path"] == str(path):
-                machine.setdefault("witnessed", []).append(f"line {point['seq']} ({point['noted']})")
+        entry = next((m for m in machines if m["path"] == str(path)), None)
+        if entry is None:           # this machine's ledger, which no given run was written to
+            entry = {"path": str(path), "host": point["host"], "began": records[0]["at"], "lines": len(records),
+                     "given": []}
+            machines.append(entry)
+        entry.setdefault("witnessed", []).append(f"line {point['seq']} ({point['noted']})")
     return problems
 
 
@@ -182,7 +185,9 @@ def lines(recorded: dict | None) -> list[str]:
            for o in recorded.get("omitted") or [] if isinstance(o, dict)]
     out += [f"LEDGER: {text}" for text in recorded.get("problems") or []]
     return out + [f"MACHINE LEDGER: {m.get('path')} on {m.get('host') or '?'}, begun {m.get('began')}, "
-                  f"{m.get('lines')} lines; the given runs are its lines {', '.join(map(str, m.get('given') or []))}"
+                  f"{m.get('lines')} lines; "
+                  + (f"the given runs are its lines {', '.join(map(str, m['given']))}" if m.get("given") else
+                     "no given run was written to it")
                   + (f"; {m['outside_period']} run(s) of the same commands outside the acceptance period not listed"
                      if m.get("outside_period") else "")
                   + (f"; the witness's {', '.join(m['witnessed'])} found as noted" if m.get("witnessed") else "")
