@@ -168,8 +168,10 @@ def lab_whole_after_a_failure(request, lab_whole_after_each_file):
 
 
 # -- a second run after the lab's emulated drive stalled: QEMU 7.2's emulated NVMe drive sometimes stops completing
-# I/O on a machine as loaded as CI's (the array guest's kernel logs "timeout, aborting", then resets the controller;
-# seen in 3 of 13 CI-like runs and the official CI of 29dfb9b, on drives present from boot and hot-added alike). A lab test that fails while such a
+# I/O (the array guest's kernel logs "timeout, aborting", then resets the controller; seen in 3 of 13 CI-like runs,
+# the official CI of 29dfb9b and ci73, where drive 2 stalled 12 s after drive 1 was hot-added). It was reproduced by
+# pulling and restoring drives beside others under load; the lab's drives now run with ioeventfd=on, which stopped
+# it there (fxprobe/lab/qemu.py Drive.device_args), and this stays as the net. A lab test that fails while such a
 # timeout is logged (between its start and its failure) runs once more, after the stalled drive is replaced by a
 # fresh QEMU device and the lab is mended; the warnings summary names the test, its first failure and the stall.
 # Any other failure, and any failure of the second run, is the test's own.

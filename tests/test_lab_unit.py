@@ -14,7 +14,7 @@ from fxprobe.cli.main import main
 from fxprobe.core.errors import BadInput, EXIT_NOT_RUN, EXIT_USAGE
 from fxprobe.lab.initramfs import CpioEntry, write_cpio
 from fxprobe.lab.kernel import parse_image_package
-from fxprobe.lab.qemu import MAX_DRIVES, TCG_TB_MB, Drive, GuestConfig, Nic, guest_argv
+from fxprobe.lab.qemu import MAX_DRIVES, TCG_TB_MB, Drive, GuestConfig, Nic, device_option, guest_argv
 from fxprobe.lab.kernel import LabKernel
 from fxprobe.lab.spec import LabSpec, drive_serial, hosts_file, link_plan
 from fxprobe.lab.vm import choose_ports, listening_ports, parse_path_lines
@@ -113,7 +113,8 @@ def test_an_array_guest_of_8_hosts_on_2_links_has_a_bridge_slot_for_every_device
 def test_drive_device_args_are_the_same_at_boot_and_restore():
     drive = Drive(7, "S", "/i")
     assert drive.device_args() == {"driver": "nvme", "id": "drive7", "drive": "nv7", "serial": "S",
-                                   "bus": "pci.0", "addr": "0xa"}
+                                   "bus": "pci.0", "addr": "0xa", "ioeventfd": True}
+    assert device_option(drive.device_args()) == "nvme,id=drive7,drive=nv7,serial=S,bus=pci.0,addr=0xa,ioeventfd=on"
 
 
 # -- initramfs --------------------------------------------------------------------------------

@@ -58,10 +58,17 @@ class Drive:
     position: int | None = None   # place on its array guest's bus (None: the slot; a second array starts at 0)
 
     def device_args(self) -> dict:
-        """The ``device_add`` arguments, identical at boot and on restore."""
+        """The ``device_add`` arguments, identical at boot and on restore.
+
+        ``ioeventfd``: the guest's doorbell writes reach the emulated drive through an event the main loop
+        handles, not in the trapped write itself. Without it, QEMU 7.2's NVMe drive could stop completing I/O
+        after another drive was hot-plugged beside it (the guest logs "timeout, aborting", resets the controller,
+        and the drive stalls again): with fio randread iodepth 32 on drives 21 and 22 while drives 23, 20 and 1
+        were pulled and restored, drive 22 stalled in 2 of 3 runs (72 pull-restore cycles) without it, and
+        never in 3 runs (102 cycles) with it."""
         place = self.slot if self.position is None else self.position
         return {"driver": "nvme", "id": f"drive{self.slot}", "drive": f"nv{self.slot}",
-                "serial": self.serial, "bus": "pci.0", "addr": hex(FIRST_DRIVE_SLOT + place)}
+                "serial": self.serial, "bus": "pci.0", "addr": hex(FIRST_DRIVE_SLOT + place), "ioeventfd": True}
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,12 @@ class GuestConfig:
 def device_option(args: dict) -> str:
     args = dict(args)
     driver = args.pop("driver")
-    return ",".join([driver] + [f"{k}={v}" for k, v in args.items()])
+    return ",".join([driver] + [f"{k}={_option_value(v)}" for k, v in args.items()])
+
+
+def _option_value(value) -> str:
+    """A property as -device spells it (a bool as on/off; QMP's device_add takes the JSON value itself)."""
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def guest_argv(guest: GuestConfig, kernel: LabKernel, initramfs: Path, stage2: Path,
