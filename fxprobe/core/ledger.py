@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import socket
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,13 +78,14 @@ def append_to(path: Path, record: dict, stamp: Callable[[], str] | None = None) 
 
 
 def first_line(path: Path) -> Place | None:
-    """The ledger's first line as a Place (seq: how many lines it holds); None if it has none or is no file."""
+    """The ledger's first line as a Place (which names the ledger), read alone: a machine's ledger grows by two
+    lines a run. None if it has none or is no file."""
     try:
-        lines = [line for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-                 if line.strip()]
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            line = next((line.rstrip("\n") for line in handle if line.strip()), None)
     except OSError:
         return None
-    return Place(len(lines), line_digest(lines[0]), _at(lines[0])) if lines else None
+    return Place(1, line_digest(line), _at(line)) if line is not None else None
 
 
 def _at(line: str) -> str:
@@ -142,11 +144,8 @@ def summary(path: Path) -> dict:
     lines and runs (by command), what breaks its chain, and its last line (seq, SHA-256, time), the one to note in
     gates.toml ``[ledger] checkpoints``. OSError when it cannot be read."""
     records, problems = read(path)
-    runs: dict[str, int] = {}
-    for record in records:
-        if record["event"] == "begun":
-            runs[record.get("command") or "?"] = runs.get(record.get("command") or "?", 0) + 1
+    runs = Counter(record.get("command") or "?" for record in records if record["event"] == "begun")
     last = records[-1] if records else None
     return {"path": str(Path(path).resolve()), "host": socket.gethostname(),
-            "began": records[0]["at"] if records else "", "lines": len(records), "runs": runs, "problems": problems,
+            "began": records[0]["at"] if records else "", "lines": len(records), "runs": dict(runs), "problems": problems,
             "last": {"seq": last["seq"], "sha256": last["sha256"], "at": last["at"]} if last else None}
